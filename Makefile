@@ -1,0 +1,37 @@
+# windowlib — the two commands a new machine needs: `make demo` and `make test`.
+# Both set up .venv (locked dependencies) and Java 17 when missing.
+
+VENV        := .venv
+PY          := $(VENV)/bin/python
+export PYSPARK_PYTHON        := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SPARK_LOCAL_IP        := 127.0.0.1
+export PATH                  := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: setup test test-unit demo lint lock bench clean
+
+setup:
+	@bash infra/bootstrap.sh
+
+test: setup
+	@$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-unit: setup
+	@$(PY) -m pytest -q -m unit $(PYTEST_ARGS)
+
+demo: setup
+	@$(PY) -m jobs.demo
+
+lint: setup
+	@$(VENV)/bin/ruff check windowlib jobs dags tests benchmarks
+
+bench: setup
+	@$(PY) benchmarks/reference_engine.py
+
+# Regenerate requirements.lock from pyproject.toml (needs the package registry).
+lock: setup
+	@$(VENV)/bin/uv pip compile pyproject.toml --all-extras --python-version 3.11 \
+	    --override infra/uv-overrides.txt -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Create the project virtualenv at .venv (idempotent) and make sure Java 17+ is present.
+# Everything the project needs is installed from requirements.lock (see `make lock`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=.venv
+STAMP="$VENV/.installed-$(sha256sum requirements.lock pyproject.toml | sha256sum | cut -c1-16)"
+
+ensure_java() {
+  if command -v java >/dev/null 2>&1; then
+    major=$(java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]; exit}')
+    if [ "${major:-0}" -ge 17 ]; then return 0; fi
+    echo "bootstrap: java ${major:-?} found, need 17+; installing openjdk-17" >&2
+  else
+    echo "bootstrap: no java found; installing openjdk-17-jre-headless" >&2
+  fi
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+}
+
+ensure_venv() {
+  if [ -f "$STAMP" ]; then return 0; fi
+  PY=${PYTHON:-python3.11}
+  command -v "$PY" >/dev/null 2>&1 || PY=python3
+  if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    echo "bootstrap: Python 3.11 is required (found $("$PY" --version 2>&1))" >&2; exit 1
+  fi
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade "uv>=0.4" >/dev/null
+  echo "bootstrap: installing locked dependencies into $VENV (about a minute)..." >&2
+  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -r requirements.lock \
+      --override infra/uv-overrides.txt
+  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps \
+      --config-settings editable_mode=compat -e .
+  # pyspark-client (pulled by some providers) ships its own pyspark/ and silently replaces
+  # pyspark's files; refuse to continue if that ever happens.
+  "$VENV/bin/python" - <<'PY'
+import importlib.metadata as md, pyspark, sys
+want = md.version("pyspark")
+if pyspark.__version__ != want:
+    sys.exit(f"bootstrap: pyspark files are {pyspark.__version__}, package is {want}")
+PY
+  rm -f "$VENV"/.installed-*
+  touch "$STAMP"
+}
+
+ensure_java
+ensure_venv

@@ -1,0 +1,1 @@
+"""Concrete pipelines and their Spark entry points (see jobs/README.md)."""

@@ -1,0 +1,16 @@
+"""Shared pytest configuration.
+
+Tiers are pytest markers (see pyproject.toml): ``unit`` runs without a JVM; ``spark``, ``s3``,
+``airflow`` and ``e2e`` start real services. Every test module declares its tier.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=200, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")

@@ -1,0 +1,85 @@
+"""windowlib: Flink's event-time windowing model for incremental batch on Spark.
+
+The public names below are the contract of SPEC §9 (checked by ``tests/unit/test_exports.py``).
+Importing ``windowlib`` is cheap: it loads only the pure-Python core; engines load on use.
+"""
+
+from windowlib import aggregates
+from windowlib.core.assigners import (
+    EventTimeSessionWindows,
+    GlobalWindows,
+    ProcessingTimeSessionWindows,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+)
+from windowlib.core.calendar import CalendarWindows
+from windowlib.core.errors import (
+    DefinitionError,
+    ExecutionError,
+    InputError,
+    StateError,
+    WindowlibError,
+)
+from windowlib.core.evictors import (
+    CountEvictor,
+    DeltaEvictor,
+    Evictor,
+    TimeEvictor,
+    TimestampedValue,
+)
+from windowlib.core.functions import (
+    AggregateFunction,
+    Context,
+    OutputTag,
+    ProcessWindowFunction,
+    WindowFunction,
+)
+from windowlib.core.pane import PaneInfo, Timing
+from windowlib.core.pipeline import Pipeline
+from windowlib.core.state import (
+    ListStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+)
+from windowlib.core.time import Time
+from windowlib.core.triggers import (
+    All,
+    Any,
+    ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
+    CountTrigger,
+    DeltaTrigger,
+    EventTimeTrigger,
+    NeverTrigger,
+    ProcessingTimeTrigger,
+    PurgingTrigger,
+    Trigger,
+    TriggerResult,
+)
+from windowlib.core.watermarks import (
+    BoundedOutOfOrderness,
+    MonotonousTimestamps,
+    ProcessingTimeLag,
+    WatermarkStrategy,
+)
+from windowlib.core.windows import GlobalWindow, TimeWindow
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AggregateFunction", "All", "Any", "BoundedOutOfOrderness", "CalendarWindows", "Context",
+    "ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger", "CountEvictor",
+    "CountTrigger", "DefinitionError", "DeltaEvictor", "DeltaTrigger", "EventTimeSessionWindows",
+    "EventTimeTrigger", "Evictor", "ExecutionError", "GlobalWindow", "GlobalWindows",
+    "InputError", "ListStateDescriptor", "MonotonousTimestamps", "NeverTrigger", "OutputTag",
+    "PaneInfo", "Pipeline", "ProcessWindowFunction", "ProcessingTimeLag",
+    "ProcessingTimeSessionWindows", "ProcessingTimeTrigger", "PurgingTrigger",
+    "ReducingStateDescriptor", "SlidingEventTimeWindows", "SlidingProcessingTimeWindows",
+    "StateError", "Time", "TimeEvictor", "TimeWindow", "TimestampedValue", "Timing", "Trigger",
+    "TriggerResult", "TumblingEventTimeWindows", "TumblingProcessingTimeWindows",
+    "ValueStateDescriptor", "WatermarkStrategy", "WindowAssigner", "WindowFunction",
+    "WindowlibError", "__version__", "aggregates",
+]

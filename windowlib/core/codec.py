@@ -1,0 +1,95 @@
+"""Plain-data encoding of state values for snapshots (JSON-compatible, never pickles).
+
+``encode`` maps a value to JSON-able data and ``decode`` inverts it exactly. Supported: None,
+bool, int, float (incl. inf/nan), str, list, dict (any hashable keys), tuple, set, bytes,
+``datetime``/``date``/``time``/``timedelta`` and ``Decimal``. Non-JSON types are tagged as
+``{"$t": tag, "v": ...}``; a dict that itself has a ``"$t"`` key is escaped the same way.
+Anything else raises ``StateError(SNAPSHOT_UNSERIALIZABLE)`` naming the type.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import math
+from decimal import Decimal
+from typing import Any
+
+from windowlib.core.errors import StateError
+
+_TAG = "$t"
+
+
+def encode(value: Any) -> Any:
+    """JSON-able data for ``value`` (see module docstring)."""
+    t = type(value)
+    if value is None or t is bool or t is int or t is str:
+        return value
+    if t is float:
+        return value if math.isfinite(value) else {_TAG: "float", "v": repr(value)}
+    if t is list:
+        return [encode(v) for v in value]
+    if t is dict:
+        if all(type(k) is str for k in value) and _TAG not in value:
+            return {k: encode(v) for k, v in value.items()}
+        return {_TAG: "dict", "v": [[encode(k), encode(v)] for k, v in value.items()]}
+    if t is tuple:
+        return {_TAG: "tuple", "v": [encode(v) for v in value]}
+    if t is set or t is frozenset:
+        return {_TAG: "set", "v": sorted((encode(v) for v in value), key=repr)}
+    if t is bytes:
+        return {_TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
+    if t is Decimal:
+        return {_TAG: "decimal", "v": str(value)}
+    if isinstance(value, _dt.datetime):
+        return {_TAG: "datetime", "v": value.isoformat()}
+    if isinstance(value, _dt.date):
+        return {_TAG: "date", "v": value.isoformat()}
+    if isinstance(value, _dt.time):
+        return {_TAG: "time", "v": value.isoformat()}
+    if isinstance(value, _dt.timedelta):
+        return {_TAG: "timedelta", "v": [value.days, value.seconds, value.microseconds]}
+    if isinstance(value, int | float | str):  # subclasses such as IntEnum or numpy scalars
+        return encode(_plain(value))
+    raise StateError(
+        f"cannot snapshot a value of type {t.__module__}.{t.__qualname__}; window state "
+        "(accumulators, buffered rows, trigger state) must be plain data: numbers, strings, "
+        "lists, dicts, tuples, datetimes", code="SNAPSHOT_UNSERIALIZABLE")
+
+
+def _plain(value: Any) -> Any:
+    for base in (bool, int, float, str):
+        if isinstance(value, base):
+            return base(value)
+    return value  # pragma: no cover
+
+
+_DECODERS = {
+    "float": float,
+    "tuple": lambda v: tuple(decode(x) for x in v),
+    "set": lambda v: {decode(x) for x in v},
+    "dict": lambda v: {decode(k): decode(x) for k, x in v},
+    "bytes": lambda v: base64.b64decode(v),
+    "decimal": Decimal,
+    "datetime": _dt.datetime.fromisoformat,
+    "date": _dt.date.fromisoformat,
+    "time": _dt.time.fromisoformat,
+    "timedelta": lambda v: _dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
+}
+
+
+def decode(data: Any) -> Any:
+    """Inverse of ``encode``."""
+    t = type(data)
+    if t is list:
+        return [decode(v) for v in data]
+    if t is dict:
+        tag = data.get(_TAG)
+        if tag is not None:
+            try:
+                return _DECODERS[tag](data["v"])
+            except (KeyError, ValueError, TypeError) as exc:
+                raise StateError(f"corrupt snapshot value {data!r}: {exc}",
+                                 code="SNAPSHOT_CORRUPT") from exc
+        return {k: decode(v) for k, v in data.items()}
+    return data

@@ -1,0 +1,484 @@
+"""The per-key window operator: SPEC §1's event loop for one key (Flink's ``WindowOperator``).
+
+Every engine runs this class; none restates its rules. A run calls, per bundle and key:
+``advance_processing_time`` (step 1), ``process_element`` for each element in order (step 2),
+then ``advance_watermark`` (step 3; cleanup, step 4, happens on cleanup timers); and
+``finish`` at the end of input. The ``Clock`` is shared by all keys of a run and set by the
+engine before each step. Outputs go to a ``Sink``.
+
+State of one key: window records (trigger state, per-window function state, pane index, ON_TIME
+flag, timers, last result for retractions), pane contents per *state window* (for merging
+assigners the window→state-window map of Flink's ``MergingWindowSet``), timers deduplicated per
+(time, window) with their owners, and per-key global state. ``snapshot()`` returns it as plain
+data; ``KeyDriver.restore`` rebuilds it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from windowlib.core.codec import decode, encode
+from windowlib.core.errors import ExecutionError
+from windowlib.core.functions import Context
+from windowlib.core.lateness import cleanup_time
+from windowlib.core.pane import PaneInfo, Timing, pane_timing
+from windowlib.core.state import merge_into
+from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.triggers.base import TriggerResult
+from windowlib.core.windows import window_from_data
+
+EVENT, PROCESSING = "event", "processing"
+_CONTINUE = TriggerResult.CONTINUE
+_TIMER_LIMIT = 1_000_000
+RESERVED_COLUMNS = frozenset({"window_start", "window_end", "pane_index", "timing", "is_final",
+                              "retract", "watermark", "processing_time", "run_id"})
+
+
+@dataclass
+class Clock:
+    """Global time of a run: the watermark and processing time (ms; ``MIN_TS`` = unknown)."""
+
+    watermark: int = MIN_TS
+    processing_time: int = MIN_TS
+
+
+class Sink:
+    """Collects a run's outputs: firing rows, late elements and side outputs."""
+
+    def __init__(self) -> None:
+        self.firings: list[dict] = []
+        self.late: list[tuple[dict, int]] = []
+        self.side_outputs: dict[str, list[Any]] = {}
+
+    def firing(self, row: dict) -> None:
+        self.firings.append(row)
+
+    def late_element(self, row: dict, watermark: int) -> None:
+        self.late.append((row, watermark))
+
+    def side_output(self, tag: str, value: Any) -> None:
+        self.side_outputs.setdefault(tag, []).append(value)
+
+
+@dataclass(slots=True)
+class WindowRecord:
+    """Everything kept for one (actual) window of a key, besides its pane contents."""
+
+    trigger_state: dict = field(default_factory=dict)
+    fn_state: dict = field(default_factory=dict)
+    pane_index: int = 0
+    on_time_emitted: bool = False
+    last_rows: list | None = None
+    timers: set = field(default_factory=set)
+
+    def to_data(self) -> dict:
+        return {"trigger": encode(self.trigger_state), "fn": encode(self.fn_state),
+                "pane": self.pane_index, "on_time": self.on_time_emitted,
+                "last": encode(self.last_rows)}
+
+    @classmethod
+    def from_data(cls, d: dict) -> WindowRecord:
+        return cls(decode(d["trigger"]), decode(d["fn"]), int(d["pane"]), bool(d["on_time"]),
+                   decode(d["last"]))
+
+
+class _TriggerCtx:
+    """The ``TriggerContext`` of one driver; ``window``/``record`` are set per callback."""
+
+    __slots__ = ("driver", "merge_sources", "owner", "record", "window")
+
+    def __init__(self, driver: KeyDriver) -> None:
+        self.driver = driver
+        self.window: Any = None
+        self.record: WindowRecord | None = None
+        self.merge_sources: list[dict] = []
+        self.owner = "trigger"
+
+    @property
+    def current_watermark(self) -> int:
+        return self.driver.clock.watermark
+
+    @property
+    def current_processing_time(self) -> int:
+        return self.driver.clock.processing_time
+
+    def register_event_time_timer(self, time: int) -> None:
+        self.driver.timer_op(EVENT, time, "trigger", True, self.window, self.record)
+
+    def register_processing_time_timer(self, time: int) -> None:
+        self.driver.timer_op(PROCESSING, time, "trigger", True, self.window, self.record)
+
+    def delete_event_time_timer(self, time: int) -> None:
+        self.driver.timer_op(EVENT, time, "trigger", False, self.window, self.record)
+
+    def delete_processing_time_timer(self, time: int) -> None:
+        self.driver.timer_op(PROCESSING, time, "trigger", False, self.window, self.record)
+
+    def timer_op(self, domain: str, time: int, owner: str, register: bool) -> None:
+        self.driver.timer_op(domain, time, owner, register, self.window, self.record)
+
+    def get_state(self, descriptor: Any) -> Any:
+        return descriptor.handle(self.record.trigger_state)
+
+    def merge_partitioned_state(self, descriptor: Any) -> None:
+        merge_into(self.record.trigger_state, self.merge_sources, descriptor)
+
+
+class KeyDriver:
+    """Window state and the event loop for one key. See the module docstring."""
+
+    def __init__(self, logic: Any, key: tuple, clock: Clock, sink: Sink) -> None:
+        self.logic = logic
+        self.key = key
+        self.key_row = dict(zip(logic.key_columns, key))
+        self.key_arg = logic.key_argument(key)
+        self.clock = clock
+        self.sink = sink
+        self.records: dict[Any, WindowRecord] = {}
+        self.contents: dict[Any, Any] = {}
+        self.merging: dict[Any, Any] | None = {} if logic.merging else None
+        self.timers: dict[str, dict[tuple[int, Any], set[str]]] = {EVENT: {}, PROCESSING: {}}
+        self.heaps: dict[str, list[tuple[int, Any]]] = {EVENT: [], PROCESSING: []}
+        self.global_state: dict = {}
+        self._ctx = _TriggerCtx(self)
+
+    # --- timers ---------------------------------------------------------------------------
+    def timer_op(self, domain: str, time: int, owner: str, register: bool, window: Any,
+                 record: WindowRecord | None) -> None:
+        timers = self.timers[domain]
+        k = (time, window)
+        owners = timers.get(k)
+        if register:
+            if owners is None:
+                timers[k] = {owner}
+                heapq.heappush(self.heaps[domain], k)
+                if record is not None:
+                    record.timers.add((domain, time))
+            else:
+                owners.add(owner)
+        elif owners is not None and owner in owners:
+            owners.discard(owner)
+            if not owners:
+                del timers[k]
+                if record is not None:
+                    record.timers.discard((domain, time))
+
+    def next_timer(self, domain: str) -> int | None:
+        """The earliest pending timer of ``domain`` (engines use it to find due keys)."""
+        heap, timers = self.heaps[domain], self.timers[domain]
+        while heap and heap[0] not in timers:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def _advance(self, domain: str, now: int) -> None:
+        heap, timers = self.heaps[domain], self.timers[domain]
+        fired = 0
+        while heap and heap[0][0] <= now:
+            k = heapq.heappop(heap)
+            if timers.pop(k, None) is None:
+                continue
+            fired += 1
+            if fired > _TIMER_LIMIT:
+                raise ExecutionError(
+                    f"key {self.key!r}: more than {_TIMER_LIMIT} timers fired in one step; "
+                    f"the trigger {self.logic.trigger!r} keeps re-registering timers at or "
+                    "before the current time", code="TIMER_LOOP")
+            self._on_timer(domain, k[0], k[1])
+
+    def advance_processing_time(self) -> None:
+        """Step 1: fire processing-time timers up to ``clock.processing_time``."""
+        if self.heaps[PROCESSING]:
+            self._advance(PROCESSING, self.clock.processing_time)
+
+    def advance_watermark(self) -> None:
+        """Step 3: fire event-time timers up to ``clock.watermark`` (cleanup included)."""
+        if self.heaps[EVENT]:
+            self._advance(EVENT, self.clock.watermark)
+
+    def _on_timer(self, domain: str, time: int, window: Any) -> None:
+        record = self.records.get(window)
+        if record is None:
+            return
+        record.timers.discard((domain, time))
+        ctx = self._ctx
+        ctx.window, ctx.record = window, record
+        trigger = self.logic.trigger
+        if domain == EVENT:
+            result = trigger.on_event_time(time, window, ctx)
+        else:
+            result = trigger.on_processing_time(time, window, ctx)
+        if result is not _CONTINUE:
+            self._act(window, record, result, domain, time)
+        if domain == self.logic.window_domain and time == self._cleanup_time(window):
+            self._cleanup(window)
+
+    # --- elements -------------------------------------------------------------------------
+    def _cleanup_time(self, window: Any) -> int:
+        logic = self.logic
+        return cleanup_time(window.max_timestamp, logic.allowed_lateness_ms, logic.event_time)
+
+    def _is_late(self, window: Any) -> bool:
+        logic = self.logic
+        return logic.event_time and self._cleanup_time(window) <= self.clock.watermark
+
+    def process_element(self, row: dict, ts_ms: int) -> bool:
+        """Step 2 for one element. Returns False when it was dropped for every window (it is
+        then sent to the late output)."""
+        logic = self.logic
+        clock = self.clock
+        kept = False
+        for window in logic.assigner.assign_windows(row, ts_ms, clock.processing_time):
+            if self.merging is not None:
+                window = self._add_merging_window(window)
+                if self._is_late(window):
+                    self._retire(window)
+                    continue
+                state_window = self.merging[window]
+            else:
+                if self._is_late(window):
+                    continue
+                state_window = window
+            kept = True
+            record = self.records.get(window)
+            if record is None:
+                record = self.records[window] = WindowRecord()
+            self.contents[state_window] = logic.runner.add(
+                self.contents.get(state_window), row, ts_ms)
+            ctx = self._ctx
+            ctx.window, ctx.record = window, record
+            result = logic.trigger.on_element(row, ts_ms, window, ctx)
+            if result is not _CONTINUE:
+                self._act(window, record, result, None, 0)
+            cleanup_at = self._cleanup_time(window)
+            if cleanup_at != MAX_TS:
+                self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, window, record)
+        if not kept:
+            self.sink.late_element(row, clock.watermark)
+        return kept
+
+    # --- firing ---------------------------------------------------------------------------
+    def _state_window(self, window: Any) -> Any:
+        return window if self.merging is None else self.merging[window]
+
+    def _act(self, window: Any, record: WindowRecord, result: TriggerResult,
+             cause_domain: str | None, cause_time: int) -> None:
+        logic = self.logic
+        state_window = self._state_window(window)
+        emitted = False
+        if result.is_fire:
+            contents = self.contents.get(state_window)
+            emitted = self._emit(window, record, state_window, contents, cause_domain,
+                                 cause_time)
+        if result.is_purge or (emitted and logic.accumulation == "discarding"):
+            self.contents.pop(state_window, None)
+
+    def _emit(self, window: Any, record: WindowRecord, state_window: Any, contents: Any,
+              cause_domain: str | None, cause_time: int) -> bool:
+        logic = self.logic
+        clock = self.clock
+        domain = logic.window_domain
+        by_clock = cause_domain == domain
+        caused_by_end = by_clock and cause_time >= window.max_timestamp
+        now = cause_time if by_clock else (
+            clock.watermark if logic.event_time else clock.processing_time)
+        timing = pane_timing(window.max_timestamp, now, record.on_time_emitted, caused_by_end)
+        if contents is None and not (timing is Timing.ON_TIME and logic.fire_empty_on_time):
+            return False
+        is_last = by_clock and cause_time == self._cleanup_time(window)
+        index = record.pane_index
+        pane = PaneInfo(index, timing, index == 0, is_last)
+        context = Context(self, window, record, pane)
+        runner = logic.runner
+        evictor = logic.evictor
+        if evictor is not None:
+            elements = list(contents or ())
+            if not evictor.do_evict_after:
+                evictor.evict_before(elements, len(elements), window, context)
+            results = runner.results(self.key_arg, window, context, elements)
+            if evictor.do_evict_after:
+                evictor.evict_after(elements, len(elements), window, context)
+            self.contents[state_window] = elements or None
+        else:
+            results = runner.results(self.key_arg, window, context, contents)
+        if logic.retracting and record.last_rows:
+            self._retract(record)
+        rows = [self._row(window, index, timing, r, is_last) for r in results]
+        for row in rows:
+            self.sink.firing(row)
+        if logic.retracting:
+            record.last_rows = rows
+        record.pane_index = index + 1
+        if timing is Timing.ON_TIME:
+            record.on_time_emitted = True
+        return True
+
+    def _row(self, window: Any, index: int, timing: Timing, result: dict, is_last: bool
+             ) -> dict:
+        logic = self.logic
+        row = dict(self.key_row)
+        row["window_start"] = window.start
+        row["window_end"] = window.end
+        row["pane_index"] = index
+        row["timing"] = timing.value
+        for name, value in result.items():
+            if name in RESERVED_COLUMNS:
+                raise ExecutionError(
+                    f"the window function returned a column named {name!r}, which windowlib "
+                    f"sets itself; rename it (reserved: {', '.join(sorted(RESERVED_COLUMNS))})",
+                    code="RESULT_COLUMN_CONFLICT")
+            if name not in logic.key_column_set:
+                row[name] = value
+        row["is_final"] = is_last
+        if logic.retracting:
+            row["retract"] = False
+        return row
+
+    def _retract(self, record: WindowRecord) -> None:
+        for old in record.last_rows or ():
+            row = dict(old)
+            row["retract"] = True
+            row["is_final"] = False
+            self.sink.firing(row)
+        record.last_rows = None
+
+    # --- merging (sessions) ---------------------------------------------------------------
+    def _add_merging_window(self, new_window: Any) -> Any:
+        """Flink's ``MergingWindowSet.addWindow``: returns the window the element goes to."""
+        mapping = self.merging
+        assert mapping is not None
+        merges = self.logic.assigner.merge_windows([*mapping.keys(), new_window])
+        result, merged_new = new_window, False
+        for cover, members in merges:
+            members = sorted(members, key=lambda w: w.sort_key())
+            if new_window in members:
+                members.remove(new_window)
+                merged_new, result = True, cover
+            if not members:
+                continue
+            state_window = mapping[members[0]]
+            merged_state = [mapping.pop(m) for m in members if m in mapping]
+            mapping[cover] = state_window
+            merged_state.remove(state_window)
+            if not (cover in members and len(members) == 1):
+                self._merge(cover, members, state_window, merged_state)
+        if not merges or (result == new_window and not merged_new):
+            mapping[result] = result
+        return result
+
+    def _merge(self, cover: Any, members: list, state_window: Any, merged_state: list) -> None:
+        logic = self.logic
+        if self._is_late(cover):  # cannot happen for live windows; Flink guards it too
+            raise ExecutionError(f"merging produced a window {cover} that is already past the "
+                                 "watermark", code="STATE_INVALID")
+        old = [(m, self.records[m]) for m in members if m in self.records and m != cover]
+        record = self.records.get(cover)
+        if record is None:
+            record = self.records[cover] = WindowRecord()
+        if logic.retracting:
+            for _, rec in old:
+                self._retract(rec)
+        ctx = self._ctx
+        ctx.window, ctx.record = cover, record
+        ctx.merge_sources = [rec.trigger_state for _, rec in old]
+        logic.trigger.on_merge(cover, ctx)
+        ctx.merge_sources = []
+        self._merge_fn_state(record, [rec for _, rec in old])
+        for window, rec in old:
+            del self.records[window]
+            ctx.window, ctx.record = window, rec
+            logic.trigger.clear(window, ctx)
+            self._drop_timers(window, rec)
+        target = self.contents.get(state_window)
+        for sw in merged_state:
+            target = logic.runner.merge(target, self.contents.pop(sw, None))
+        if target is not None:
+            self.contents[state_window] = target
+        cleanup_at = self._cleanup_time(cover)
+        if cleanup_at != MAX_TS:
+            self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, cover, record)
+
+    def _merge_fn_state(self, target: WindowRecord, sources: list[WindowRecord]) -> None:
+        known = self.logic.window_state_descriptors
+        for src in sources:
+            for name, value in src.fn_state.items():
+                if name not in target.fn_state:
+                    target.fn_state[name] = value
+                elif name in known:
+                    target.fn_state[name] = known[name].merge_values(
+                        [target.fn_state[name], value])
+
+    def _retire(self, window: Any) -> None:
+        """Drop a window that was late on arrival and merged with nothing."""
+        assert self.merging is not None
+        if window not in self.records:
+            self.merging.pop(window, None)
+
+    # --- cleanup --------------------------------------------------------------------------
+    def _drop_timers(self, window: Any, record: WindowRecord) -> None:
+        for domain, time in record.timers:
+            self.timers[domain].pop((time, window), None)
+        record.timers.clear()
+
+    def _cleanup(self, window: Any) -> None:
+        record = self.records.pop(window, None)
+        if record is None:
+            return
+        ctx = self._ctx
+        ctx.window, ctx.record = window, record
+        self.logic.trigger.clear(window, ctx)
+        self._drop_timers(window, record)
+        state_window = self._state_window(window)
+        self.contents.pop(state_window, None)
+        if self.merging is not None:
+            self.merging.pop(window, None)
+        self.logic.runner.clear(self.key_arg, Context(self, window, record, None))
+
+    def finish(self) -> None:
+        """End of input: fire what the clocks at +inf fire, then clean up every window."""
+        self.clock.processing_time = MAX_TS
+        self.advance_processing_time()
+        self.clock.watermark = MAX_TS
+        self.advance_watermark()
+        for window in sorted(self.records, key=lambda w: w.sort_key()):
+            self._cleanup(window)
+
+    def is_empty(self) -> bool:
+        return not self.records and not self.contents and not self.global_state
+
+    # --- snapshots ------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """Plain-data state of this key (JSON-able)."""
+        runner = self.logic.runner
+        return {
+            "windows": [[w.to_data(), self._state_window(w).to_data(), r.to_data()]
+                        for w, r in self.records.items()],
+            "contents": [[sw.to_data(), runner.encode_contents(c)]
+                         for sw, c in self.contents.items()],
+            "timers": [[domain, t, w.to_data(), sorted(owners)]
+                       for domain in (EVENT, PROCESSING)
+                       for (t, w), owners in self.timers[domain].items()],
+            "global": encode(self.global_state),
+        }
+
+    @classmethod
+    def restore(cls, logic: Any, key: tuple, clock: Clock, sink: Sink, data: dict) -> KeyDriver:
+        driver = cls(logic, key, clock, sink)
+        runner = logic.runner
+        for w_data, sw_data, rec_data in data["windows"]:
+            window = window_from_data(w_data)
+            driver.records[window] = WindowRecord.from_data(rec_data)
+            if driver.merging is not None:
+                driver.merging[window] = window_from_data(sw_data)
+        for sw_data, c in data["contents"]:
+            driver.contents[window_from_data(sw_data)] = runner.decode_contents(c)
+        for domain, t, w_data, owners in data["timers"]:
+            window = window_from_data(w_data)
+            driver.timers[domain][(int(t), window)] = set(owners)
+            heapq.heappush(driver.heaps[domain], (int(t), window))
+            record = driver.records.get(window)
+            if record is not None:
+                record.timers.add((domain, int(t)))
+        driver.global_state = decode(data["global"])
+        return driver

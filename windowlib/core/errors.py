@@ -1,0 +1,63 @@
+"""The windowlib error hierarchy. Every error carries a stable ``code`` a caller can branch on.
+
+::
+
+    WindowlibError                      base; ``code`` is a stable string
+    ├── DefinitionError                 a pipeline cannot be built as written (build time)
+    │     codes: DURATION_INVALID, SIZE_NOT_POSITIVE, SLIDE_INVALID, GAP_NOT_POSITIVE,
+    │            OFFSET_INVALID, LATENESS_NEGATIVE, TRIGGER_CANNOT_MERGE, FOLD_WITH_MERGING,
+    │            NO_WINDOW, NO_WINDOW_FUNCTION, FUNCTION_ALREADY_SET,
+    │            KEY_INVALID, NAME_INVALID, ACCUMULATION_INVALID, TIMEZONE_INVALID,
+    │            CALENDAR_UNIT_INVALID, ARGUMENT_INVALID
+    ├── InputError                      input the engine cannot accept as a whole
+    │     codes: BUNDLE_INVALID, NO_PROCESSING_TIME, TIMESTAMP_INVALID, ENGINE_UNKNOWN
+    ├── ExecutionError                  a user function or trigger misbehaved at run time
+    │     codes: RESULT_COLUMN_CONFLICT, TIMER_LOOP, FUNCTION_FAILED, STATE_INVALID,
+    │            GAP_NOT_POSITIVE
+    └── StateError                      checkpoints and snapshots
+          codes: SNAPSHOT_UNSERIALIZABLE, SNAPSHOT_VERSION, SNAPSHOT_CORRUPT,
+                 FINGERPRINT_MISMATCH, CHECKPOINT_CONFLICT
+
+Rows that are merely bad (null timestamps, missing keys...) are never errors: they become
+reject records with a reason (SPEC §7).
+"""
+
+from __future__ import annotations
+
+
+class WindowlibError(Exception):
+    """Base class. ``code`` is stable across releases; the message is for humans."""
+
+    code: str = "WINDOWLIB_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {super().__str__()}"
+
+
+class DefinitionError(WindowlibError, ValueError):
+    """The pipeline definition is invalid; raised while it is being built."""
+
+    code = "DEFINITION_INVALID"
+
+
+class InputError(WindowlibError, ValueError):
+    """Input the engine cannot accept (as opposed to single bad rows, which are rejected)."""
+
+    code = "INPUT_INVALID"
+
+
+class ExecutionError(WindowlibError, RuntimeError):
+    """A user function, trigger or evictor misbehaved while the pipeline ran."""
+
+    code = "EXECUTION_FAILED"
+
+
+class StateError(WindowlibError, RuntimeError):
+    """A snapshot or checkpoint cannot be written, read or used."""
+
+    code = "STATE_INVALID"

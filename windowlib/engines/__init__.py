@@ -1,0 +1,2 @@
+"""Engines that execute the semantic core: ``reference`` (plain Python, the executable
+specification) and ``spark`` (issue 3)."""
