@@ -32,7 +32,8 @@ def describe_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [describe_value(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): describe_value(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        items = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return {str(k): describe_value(v) for k, v in items}
     describe = getattr(value, "describe", None)
     if callable(describe) and not inspect.isclass(value):
         return describe()

@@ -151,6 +151,8 @@ class KeyDriver:
         k = (time, window)
         owners = timers.get(k)
         if register:
+            if owners is not None and owner in owners:
+                return
             if owners is None:
                 timers[k] = {owner}
                 heapq.heappush(self.heaps[domain], k)
@@ -228,30 +230,32 @@ class KeyDriver:
         then sent to the late output)."""
         logic = self.logic
         clock = self.clock
+        lateness, event_time = logic.allowed_lateness_ms, logic.event_time
         kept = False
         for window in logic.assigner.assign_windows(row, ts_ms, clock.processing_time):
             if self.merging is not None:
                 window = self._add_merging_window(window)
-                if self._is_late(window):
+                cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
+                if event_time and cleanup_at <= clock.watermark:
                     self._retire(window)
                     continue
                 state_window = self.merging[window]
             else:
-                if self._is_late(window):
+                cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
+                if event_time and cleanup_at <= clock.watermark:
                     continue
                 state_window = window
             kept = True
             record = self.records.get(window)
             if record is None:
                 record = self.records[window] = WindowRecord()
-            self.contents[state_window] = logic.runner.add(
-                self.contents.get(state_window), row, ts_ms)
+            contents = self.contents
+            contents[state_window] = logic.runner.add(contents.get(state_window), row, ts_ms)
             ctx = self._ctx
             ctx.window, ctx.record = window, record
             result = logic.trigger.on_element(row, ts_ms, window, ctx)
             if result is not _CONTINUE:
                 self._act(window, record, result, None, 0)
-            cleanup_at = self._cleanup_time(window)
             if cleanup_at != MAX_TS:
                 self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, window, record)
         if not kept:

@@ -159,6 +159,13 @@ class FunctionRunner:
         self.spec = spec
         self.buffered = buffered or not spec.incremental
         self._create, self._add, self._merge, self._result = self._incremental_ops(spec)
+        if not self.buffered:
+            create, add = self._create, self._add
+
+            def add_incremental(contents: Any, row: dict, ts_ms: int) -> Any:
+                return add(create() if contents is None else contents, row, ts_ms)
+
+            self.add = add_incremental  # type: ignore[method-assign]
 
     @staticmethod
     def _incremental_ops(spec: FunctionSpec) -> tuple[Callable, Callable, Callable, Callable]:

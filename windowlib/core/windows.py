@@ -8,13 +8,17 @@ time windows, ``MAX_TS`` for the global window). Windows are immutable, hashable
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from windowlib.core.time import MAX_TS
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TimeWindow:
-    """The half-open interval ``[start, end)`` of milliseconds."""
+class TimeWindow(NamedTuple):
+    """The half-open interval ``[start, end)`` of milliseconds.
+
+    A named tuple so that hashing and comparison (on the hot path of every engine) run in C;
+    windows order by ``(start, end)``.
+    """
 
     start: int
     end: int

@@ -68,7 +68,7 @@ class ReferenceEngine:
     # --- the event loop -------------------------------------------------------------------
     def process_bundle(self, elements: Iterable[Any], processing_time: Any = None,
                        watermark: Any = None) -> None:
-        """Process one bundle (SPEC §1 steps 1–4)."""
+        """Process one bundle (SPEC §1 steps 1-4)."""
         clock = self.clock
         if processing_time is not None:
             clock.processing_time = max(clock.processing_time, _ts(processing_time, "bundle "
@@ -97,6 +97,7 @@ class ReferenceEngine:
     def _process_elements(self, elements: Iterable[Any]) -> None:
         logic = self.logic
         key_columns = logic.key_columns
+        single_key = key_columns[0] if len(key_columns) == 1 else None
         ts_column = logic.timestamp
         clock = self.clock
         processing_time = clock.processing_time
@@ -128,7 +129,12 @@ class ReferenceEngine:
             if horizon is not None and ts > horizon:
                 self._reject(row, "future_timestamp")
                 continue
-            if key_columns:
+            if single_key is not None:
+                key = (row.get(single_key),)
+                if key[0] is None:
+                    self._reject(row, "missing_key")
+                    continue
+            elif key_columns:
                 key = tuple(row.get(c) for c in key_columns)
                 if None in key:
                     self._reject(row, "missing_key")

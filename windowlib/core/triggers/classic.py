@@ -40,9 +40,10 @@ class EventTimeTrigger(Trigger):
         return cls()
 
     def on_element(self, element, timestamp, window, ctx):
-        if window.max_timestamp <= ctx.current_watermark:
+        end = window.max_timestamp
+        if end <= ctx.current_watermark:
             return FIRE
-        ctx.register_event_time_timer(window.max_timestamp)
+        ctx.register_event_time_timer(end)
         return CONTINUE
 
     def on_event_time(self, time, window, ctx):
