@@ -37,9 +37,16 @@ def describe_value(value: Any) -> Any:
     describe = getattr(value, "describe", None)
     if callable(describe) and not inspect.isclass(value):
         return describe()
-    if callable(value):
+    if callable(value) and (inspect.isfunction(value) or inspect.ismethod(value)
+                            or inspect.isbuiltin(value) or inspect.isclass(value)):
         return describe_callable(value)
-    return repr(value)
+    # An instance (a ProcessWindowFunction, an AggregateFunction...): its class and code, plus
+    # its attributes — never repr(), whose default embeds a memory address.
+    out = {"instance": describe_callable(type(value))}
+    attrs = getattr(value, "__dict__", None)
+    if attrs:
+        out["attributes"] = describe_value(dict(attrs))
+    return out
 
 
 def describe_object(obj: Any) -> dict:

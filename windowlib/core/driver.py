@@ -21,7 +21,7 @@ from typing import Any
 
 from windowlib.core.codec import decode, encode
 from windowlib.core.errors import ExecutionError
-from windowlib.core.functions import Context
+from windowlib.core.functions import PENDING_MERGE, Context
 from windowlib.core.lateness import cleanup_time
 from windowlib.core.pane import PaneInfo, Timing, pane_timing
 from windowlib.core.state import merge_into
@@ -72,16 +72,17 @@ class WindowRecord:
     on_time_emitted: bool = False
     last_rows: list | None = None
     timers: set = field(default_factory=set)
+    pending: bool = False  # elements arrived since the last firing
 
     def to_data(self) -> dict:
         return {"trigger": encode(self.trigger_state), "fn": encode(self.fn_state),
                 "pane": self.pane_index, "on_time": self.on_time_emitted,
-                "last": encode(self.last_rows)}
+                "last": encode(self.last_rows), "pending": self.pending}
 
     @classmethod
     def from_data(cls, d: dict) -> WindowRecord:
         return cls(decode(d["trigger"]), decode(d["fn"]), int(d["pane"]), bool(d["on_time"]),
-                   decode(d["last"]))
+                   decode(d["last"]), pending=bool(d.get("pending", False)))
 
 
 class _TriggerCtx:
@@ -251,6 +252,7 @@ class KeyDriver:
                 record = self.records[window] = WindowRecord()
             contents = self.contents
             contents[state_window] = logic.runner.add(contents.get(state_window), row, ts_ms)
+            record.pending = True
             ctx = self._ctx
             ctx.window, ctx.record = window, record
             result = logic.trigger.on_element(row, ts_ms, window, ctx)
@@ -279,18 +281,18 @@ class KeyDriver:
             self.contents.pop(state_window, None)
 
     def _emit(self, window: Any, record: WindowRecord, state_window: Any, contents: Any,
-              cause_domain: str | None, cause_time: int) -> bool:
+              cause_domain: str | None, cause_time: int, end_of_input: bool = False) -> bool:
         logic = self.logic
         clock = self.clock
         domain = logic.window_domain
-        by_clock = cause_domain == domain
+        by_clock = cause_domain == domain or end_of_input
         caused_by_end = by_clock and cause_time >= window.max_timestamp
         now = cause_time if by_clock else (
             clock.watermark if logic.event_time else clock.processing_time)
         timing = pane_timing(window.max_timestamp, now, record.on_time_emitted, caused_by_end)
         if contents is None and not (timing is Timing.ON_TIME and logic.fire_empty_on_time):
             return False
-        is_last = by_clock and cause_time == self._cleanup_time(window)
+        is_last = end_of_input or (by_clock and cause_time == self._cleanup_time(window))
         index = record.pane_index
         pane = PaneInfo(index, timing, index == 0, is_last)
         context = Context(self, window, record, pane)
@@ -314,6 +316,7 @@ class KeyDriver:
         if logic.retracting:
             record.last_rows = rows
         record.pane_index = index + 1
+        record.pending = False
         if timing is Timing.ON_TIME:
             record.on_time_emitted = True
         return True
@@ -380,6 +383,7 @@ class KeyDriver:
         record = self.records.get(cover)
         if record is None:
             record = self.records[cover] = WindowRecord()
+        record.pending = record.pending or any(rec.pending for _, rec in old)
         if logic.retracting:
             for _, rec in old:
                 self._retract(rec)
@@ -403,15 +407,20 @@ class KeyDriver:
         if cleanup_at != MAX_TS:
             self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, cover, record)
 
-    def _merge_fn_state(self, target: WindowRecord, sources: list[WindowRecord]) -> None:
-        known = self.logic.window_state_descriptors
+    @staticmethod
+    def _merge_fn_state(target: WindowRecord, sources: list[WindowRecord]) -> None:
+        """Per-window function state of merged windows: values of a name that exists in
+        several windows wait (as a list) until ``Context.window_state`` merges them with the
+        descriptor — which no snapshot could carry."""
+        store = target.fn_state
         for src in sources:
             for name, value in src.fn_state.items():
-                if name not in target.fn_state:
-                    target.fn_state[name] = value
-                elif name in known:
-                    target.fn_state[name] = known[name].merge_values(
-                        [target.fn_state[name], value])
+                if name.startswith(PENDING_MERGE):
+                    store.setdefault(name, []).extend(value)
+                elif name not in store:
+                    store[name] = value
+                else:
+                    store.setdefault(PENDING_MERGE + name, []).append(value)
 
     def _retire(self, window: Any) -> None:
         """Drop a window that was late on arrival and merged with nothing."""
@@ -440,12 +449,21 @@ class KeyDriver:
         self.logic.runner.clear(self.key_arg, Context(self, window, record, None))
 
     def finish(self) -> None:
-        """End of input: fire what the clocks at +inf fire, then clean up every window."""
+        """End of input (SPEC §1): the clocks go to +inf and fire what that fires (time
+        windows are cleaned up by their cleanup timers). Windows that outlive +inf (global
+        windows) then fire a final pane with whatever arrived since their last firing — so no
+        element is dropped silently at the end of input — and are cleaned up."""
         self.clock.processing_time = MAX_TS
         self.advance_processing_time()
         self.clock.watermark = MAX_TS
         self.advance_watermark()
         for window in sorted(self.records, key=lambda w: w.sort_key()):
+            record = self.records[window]
+            state_window = self._state_window(window)
+            contents = self.contents.get(state_window)
+            if record.pending and contents is not None:
+                self._emit(window, record, state_window, contents, None, MAX_TS,
+                           end_of_input=True)
             self._cleanup(window)
 
     def is_empty(self) -> bool:

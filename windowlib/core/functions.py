@@ -71,6 +71,9 @@ class OutputTag:
     name: str
 
 
+PENDING_MERGE = "\x00merge:"  # per-window state values waiting to be merged into one
+
+
 class Context:
     """The FLIP-2 context handed to ``ProcessWindowFunction.process``.
 
@@ -92,9 +95,14 @@ class Context:
         return self._driver.clock.processing_time
 
     def window_state(self, descriptor: StateDescriptor) -> Any:
-        """State scoped to this key and window (deleted with the window)."""
-        self._driver.logic.window_state_descriptors.setdefault(descriptor.name, descriptor)
-        return descriptor.handle(self._record.fn_state)
+        """State scoped to this key and window (deleted with the window). When windows merged,
+        their values of this state are merged here, on first use, with the descriptor."""
+        store = self._record.fn_state
+        pending = store.pop(PENDING_MERGE + descriptor.name, None)
+        if pending:
+            values = ([store[descriptor.name]] if descriptor.name in store else []) + pending
+            store[descriptor.name] = descriptor.merge_values(values)
+        return descriptor.handle(store)
 
     def global_state(self, descriptor: StateDescriptor) -> Any:
         """State scoped to this key, shared by all its windows."""

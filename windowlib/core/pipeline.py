@@ -313,7 +313,6 @@ class PipelineLogic:
     merging: bool
     fire_empty_on_time: bool
     max_future_skew_ms: int
-    window_state_descriptors: dict = field(default_factory=dict)
 
     @property
     def retracting(self) -> bool:

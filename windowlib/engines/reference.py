@@ -13,7 +13,7 @@ State survives between engine instances through ``snapshot()`` (plain, versioned
 from __future__ import annotations
 
 import heapq
-import itertools
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,8 +60,7 @@ class ReferenceEngine:
         self.stats = RunStats()
         self.max_event_ts = MIN_TS
         self.drivers: dict[tuple, KeyDriver] = {}
-        self._due: dict[str, list[tuple[int, int, tuple]]] = {EVENT: [], PROCESSING: []}
-        self._seq = itertools.count()
+        self._due: dict[str, list[tuple[int, str, tuple]]] = {EVENT: [], PROCESSING: []}
         if snapshot is not None:
             self._restore(snapshot)
 
@@ -87,7 +86,7 @@ class ReferenceEngine:
 
     def finish(self) -> None:
         """End of input (``finalize=True``): clocks to +inf, every window fires and is gone."""
-        for key in sorted(self.drivers, key=repr):
+        for key in sorted(self.drivers, key=_key_order):
             self.drivers[key].finish()
         self.drivers.clear()
         for heap in self._due.values():
@@ -111,7 +110,7 @@ class ReferenceEngine:
         drivers = self.drivers
         stats = self.stats
         late_before = len(self.sink.late)
-        touched: set[tuple] = set()
+        touched: dict[tuple, None] = {}
         for row in elements:
             stats.inputs += 1
             if type(row) is not dict:
@@ -147,7 +146,7 @@ class ReferenceEngine:
             if ts > self.max_event_ts:
                 self.max_event_ts = ts
             driver.process_element(row, ts)
-            touched.add(key)
+            touched[key] = None
         late_now = len(self.sink.late) - late_before
         stats.late += late_now
         stats.processed = stats.inputs - stats.late - stats.rejects
@@ -171,7 +170,7 @@ class ReferenceEngine:
         for domain in (EVENT, PROCESSING):
             t = driver.next_timer(domain)
             if t is not None:
-                heapq.heappush(self._due[domain], (t, next(self._seq), key))
+                heapq.heappush(self._due[domain], (t, _key_order(key), key))
 
     def _fire_due(self, domain: str, now: int) -> None:
         heap = self._due[domain]
@@ -210,6 +209,9 @@ class ReferenceEngine:
         }
 
     def _restore(self, data: Mapping[str, Any]) -> None:
+        if not isinstance(data, Mapping):
+            raise StateError(f"corrupt snapshot: expected an object, got {type(data).__name__}",
+                             code="SNAPSHOT_CORRUPT")
         version = data.get("format_version")
         if version != SNAPSHOT_FORMAT_VERSION:
             raise StateError(f"snapshot format_version {version!r} is not supported (this "
@@ -232,6 +234,11 @@ class ReferenceEngine:
                 self._schedule(key)
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"corrupt snapshot: {exc!r}", code="SNAPSHOT_CORRUPT") from exc
+
+
+def _key_order(key: tuple) -> str:
+    """A total, process-independent order of keys (timers due at the same time fire in it)."""
+    return json.dumps([encode(v) for v in key], sort_keys=True, default=repr)
 
 
 def _timestamp_problem(value: Any) -> str | None:
