@@ -110,7 +110,9 @@ def test_watermark_never_moves_backwards_with_explicit_bundle_watermarks():
     assert [r["ts"] for r in late] == [5]
 
 
-def test_timer_loop_in_a_custom_trigger_is_stopped_with_a_clear_error():
+def test_timer_loop_in_a_custom_trigger_is_stopped_with_a_clear_error(monkeypatch):
+    monkeypatch.setattr("windowlib.core.driver._TIMER_LIMIT", 1_000)
+
     class Runaway(wl.Trigger):
         def on_element(self, element, timestamp, window, ctx):
             ctx.register_event_time_timer(0)

@@ -144,6 +144,7 @@ class KeyDriver:
         self.heaps: dict[str, list[tuple[int, Any]]] = {EVENT: [], PROCESSING: []}
         self.global_state: dict = {}
         self._ctx = _TriggerCtx(self)
+        self._fired_in_step: dict[str, tuple[int | None, int]] = {}
 
     # --- timers ---------------------------------------------------------------------------
     def timer_op(self, domain: str, time: int, owner: str, register: bool, window: Any,
@@ -175,14 +176,19 @@ class KeyDriver:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def _advance(self, domain: str, now: int) -> None:
+    def _advance(self, domain: str, now: int, clock_value: int) -> None:
         heap, timers = self.heaps[domain], self.timers[domain]
-        fired = 0
+        # The runaway guard counts every timer fired while the clock stands at one value,
+        # across calls (engines may fire a key's timers one timestamp at a time).
+        step, fired = self._fired_in_step.get(domain, (None, 0))
+        if step != clock_value:
+            fired = 0
         while heap and heap[0][0] <= now:
             k = heapq.heappop(heap)
             if timers.pop(k, None) is None:
                 continue
             fired += 1
+            self._fired_in_step[domain] = (clock_value, fired)
             if fired > _TIMER_LIMIT:
                 raise ExecutionError(
                     f"key {self.key!r}: more than {_TIMER_LIMIT} timers fired in one step; "
@@ -190,15 +196,19 @@ class KeyDriver:
                     "before the current time", code="TIMER_LOOP")
             self._on_timer(domain, k[0], k[1])
 
-    def advance_processing_time(self) -> None:
-        """Step 1: fire processing-time timers up to ``clock.processing_time``."""
+    def advance_processing_time(self, until: int | None = None) -> None:
+        """Step 1: fire processing-time timers up to ``clock.processing_time`` (or ``until``,
+        when an engine interleaves keys in global timer order)."""
         if self.heaps[PROCESSING]:
-            self._advance(PROCESSING, self.clock.processing_time)
+            now = self.clock.processing_time
+            self._advance(PROCESSING, now if until is None else min(until, now), now)
 
-    def advance_watermark(self) -> None:
-        """Step 3: fire event-time timers up to ``clock.watermark`` (cleanup included)."""
+    def advance_watermark(self, until: int | None = None) -> None:
+        """Step 3: fire event-time timers up to ``clock.watermark`` (or ``until``), cleanup
+        included."""
         if self.heaps[EVENT]:
-            self._advance(EVENT, self.clock.watermark)
+            now = self.clock.watermark
+            self._advance(EVENT, now if until is None else min(until, now), now)
 
     def _on_timer(self, domain: str, time: int, window: Any) -> None:
         record = self.records.get(window)

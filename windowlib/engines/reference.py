@@ -173,19 +173,23 @@ class ReferenceEngine:
                 heapq.heappush(self._due[domain], (t, _key_order(key), key))
 
     def _fire_due(self, domain: str, now: int) -> None:
+        """Fire due timers of all keys in ascending time (ties: key order), one timestamp of
+        one key at a time, so the output order never depends on bundling or restores."""
         heap = self._due[domain]
         while heap and heap[0][0] <= now:
-            _, _, key = heapq.heappop(heap)
+            t, order, key = heapq.heappop(heap)
             driver = self.drivers.get(key)
             if driver is None:
                 continue
-            t = driver.next_timer(domain)
-            if t is None or t > now:
+            actual = driver.next_timer(domain)
+            if actual != t:  # stale entry: the timer moved or was deleted
+                if actual is not None and actual <= now:
+                    heapq.heappush(heap, (actual, order, key))
                 continue
             if domain == EVENT:
-                driver.advance_watermark()
+                driver.advance_watermark(until=t)
             else:
-                driver.advance_processing_time()
+                driver.advance_processing_time(until=t)
             self._schedule(key)
 
     def _count_new_firings(self) -> None:
