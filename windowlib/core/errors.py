@@ -10,10 +10,11 @@
     │            KEY_INVALID, NAME_INVALID, ACCUMULATION_INVALID, TIMEZONE_INVALID,
     │            CALENDAR_UNIT_INVALID, ARGUMENT_INVALID
     ├── InputError                      input the engine cannot accept as a whole
-    │     codes: BUNDLE_INVALID, NO_PROCESSING_TIME, TIMESTAMP_INVALID, ENGINE_UNKNOWN
+    │     codes: BUNDLE_INVALID, NO_PROCESSING_TIME, TIMESTAMP_INVALID, ENGINE_UNKNOWN,
+    │            COLUMN_MISSING
     ├── ExecutionError                  a user function or trigger misbehaved at run time
     │     codes: RESULT_COLUMN_CONFLICT, TIMER_LOOP, FUNCTION_FAILED, STATE_INVALID,
-    │            GAP_NOT_POSITIVE
+    │            GAP_NOT_POSITIVE, KEY_STATE_LIMIT, RESULT_SCHEMA_MISMATCH
     └── StateError                      checkpoints and snapshots
           codes: SNAPSHOT_UNSERIALIZABLE, SNAPSHOT_VERSION, SNAPSHOT_CORRUPT,
                  FINGERPRINT_MISMATCH, CHECKPOINT_CONFLICT

@@ -9,6 +9,7 @@ decides the contents of window state (used to refuse incompatible checkpoints).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from collections.abc import Sequence
@@ -274,6 +275,20 @@ class Pipeline:
             "accumulation": self.effective_accumulation,
             "function": describe_value(self.function),
         }
+
+    # --- execution (engines are plugged in by name; the core never imports them) ----------
+    def run(self, df: Any, arrival: str, watermark: Any = None, finalize: bool = False,
+            **options: Any) -> Any:
+        """Run on a Spark DataFrame (one-shot, in-memory state): returns ``firings``, ``late``
+        and ``rejects`` DataFrames. ``arrival`` is the column whose values order bundles.
+        See ``windowlib.engines.spark.engine.run_dataframe`` for the options."""
+        engine = importlib.import_module("windowlib.engines.spark.engine")
+        return engine.run_dataframe(self, df, arrival, watermark=watermark, finalize=finalize,
+                                    **options)
+
+    def explain(self) -> str:
+        """Which Spark path runs this pipeline, and why."""
+        return importlib.import_module("windowlib.engines.spark.engine").explain(self)
 
     @property
     def fingerprint(self) -> str:

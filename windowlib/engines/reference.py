@@ -70,12 +70,12 @@ class ReferenceEngine:
         """Process one bundle (SPEC §1 steps 1-4)."""
         clock = self.clock
         if processing_time is not None:
-            clock.processing_time = max(clock.processing_time, _ts(processing_time, "bundle "
-                                                                   "processing_time"))
+            given = bundle_time(processing_time, "bundle processing_time")
+            clock.processing_time = max(clock.processing_time, given)
         self._fire_due(PROCESSING, clock.processing_time)
         self._process_elements(elements)
         if watermark is not None:
-            candidate = _ts(watermark, "bundle watermark")
+            candidate = bundle_time(watermark, "bundle watermark")
         else:
             candidate = self.strategy.watermark(self.max_event_ts, clock.processing_time)
         clock.watermark = max(clock.watermark, candidate)
@@ -86,7 +86,10 @@ class ReferenceEngine:
 
     def finish(self) -> None:
         """End of input (``finalize=True``): clocks to +inf, every window fires and is gone."""
+        watermark, processing_time = self.clock.watermark, self.clock.processing_time
         for key in sorted(self.drivers, key=_key_order):
+            # Every key ends from the same clocks (a driver's finish moves them to +inf).
+            self.clock.watermark, self.clock.processing_time = watermark, processing_time
             self.drivers[key].finish()
         self.drivers.clear()
         for heap in self._due.values():
@@ -120,7 +123,7 @@ class ReferenceEngine:
                 row = dict(row)
             ts = row.get(ts_column, _MISSING)
             if type(ts) is not int:
-                reason = _timestamp_problem(ts)
+                reason = timestamp_problem(ts)
                 if reason is not None:
                     self._reject(row, reason)
                     continue
@@ -245,7 +248,8 @@ def _key_order(key: tuple) -> str:
     return json.dumps([encode(v) for v in key], sort_keys=True, default=repr)
 
 
-def _timestamp_problem(value: Any) -> str | None:
+def timestamp_problem(value: Any) -> str | None:
+    """The reject reason for an event-time value, or None when it is a valid timestamp."""
     if value is _MISSING:
         return "missing_timestamp"
     if value is None:
@@ -257,7 +261,8 @@ def _timestamp_problem(value: Any) -> str | None:
     return None
 
 
-def _ts(value: Any, what: str) -> int:
+def bundle_time(value: Any, what: str) -> int:
+    """A bundle's processing time or watermark as ms (``InputError(BUNDLE_INVALID)``)."""
     try:
         return timestamp_ms(value)
     except InputError as exc:

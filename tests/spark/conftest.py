@@ -1,0 +1,28 @@
+"""The Spark tier's shared SparkSession: one local session for the whole test run.
+
+Starting a session costs 6-19 s here (see ``../shared/NOTES.md``), so it is session-scoped.
+Test modules whose functions run inside Spark tasks register themselves with
+``cloudpickle.register_pickle_by_value`` (workers cannot import modules from ``tests/``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+_PY = sys.executable
+for _name, _value in (("PYSPARK_PYTHON", _PY), ("PYSPARK_DRIVER_PYTHON", _PY),
+                      ("SPARK_LOCAL_IP", "127.0.0.1")):
+    os.environ.setdefault(_name, _value)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from windowlib.engines.spark.session import get_or_create_session
+
+    session = get_or_create_session(app_name="windowlib-tests",
+                                    conf={"spark.sql.shuffle.partitions": "1"})
+    yield session
+    session.stop()

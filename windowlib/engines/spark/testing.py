@@ -1,0 +1,233 @@
+"""``run_bundles(..., engine="spark")``: test bundles through the Spark general path.
+
+The bundles become one DataFrame: a column per element field (typed when every value of the
+field has one plain type; otherwise the values are ``codec``-encoded JSON strings the walker
+decodes, so rows with mixed types still reach the driver exactly as written),
+``__wl_arrival`` = the bundle index, ``__wl_seq`` = the element's position in its bundle (the
+arrival order). Explicit bundle processing times and watermarks travel as a per-bundle override
+table, never through data rows, so empty bundles still move time. The outputs (small, test-only)
+are collected and returned in the reference engine's format: window bounds as int ms, dict
+rows, results decoded from ``result_json``, late and rejected elements as they were given.
+
+Fields absent from an element are listed in ``__wl_absent`` and removed from the row the
+driver sees; timestamps that Spark cannot type (mixed, strings, absent) are precomputed into
+``__wl_ts``/``__wl_treason`` with the reference engine's rules. Non-mapping elements are
+rejected (``schema_mismatch``) here, as the reference engine does.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from windowlib.core.codec import decode, encode
+from windowlib.core.errors import InputError
+from windowlib.core.pipeline import Pipeline
+from windowlib.core.time import MIN_TS, timestamp_ms
+from windowlib.core.watermarks import WatermarkStrategy
+from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS, BundleOverride
+from windowlib.engines.spark.errors import reraise
+from windowlib.engines.spark.general import (
+    ABSENT,
+    ELEMENT,
+    KIND,
+    PHASE,
+    REASON,
+    RESULT_JSON,
+    SUB,
+    B,
+    N,
+    _naive_type,
+    run_general,
+)
+
+SEQ = "__wl_seq"
+_MISSING = object()
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _infer(values: list) -> tuple[Any, bool]:
+    """``(arrow type, as_json)`` for the non-null values of one field."""
+    import pyarrow as pa
+
+    if not values:
+        return pa.string(), False
+    kinds = {type(v) for v in values}
+    if len(kinds) == 1:
+        t = next(iter(kinds))
+        if t is bool:
+            return pa.bool_(), False
+        if t is int and all(_INT64[0] <= v <= _INT64[1] for v in values):
+            return pa.int64(), False
+        if t is float:
+            return pa.float64(), False
+        if t is str:
+            return pa.string(), False
+        if t is _dt.datetime and all(v.tzinfo is None for v in values):
+            return pa.timestamp("us", tz="UTC"), False
+        if t is _dt.date:
+            return pa.date32(), False
+    return pa.string(), True
+
+
+def bundles_to_table(pipeline: Pipeline, bundles: Sequence[Any]) -> tuple[Any, list, list,
+                                                                           list]:
+    """``(arrow table, json columns, elements by (b, seq), schema_mismatch rejects)``."""
+    import pyarrow as pa
+
+    logic = pipeline.compile()
+    elements: list[list[dict | None]] = []
+    mismatched: list[tuple[int, int, dict]] = []
+    columns: dict[str, None] = {}
+    for b, bundle in enumerate(bundles):
+        rows: list[dict | None] = []
+        for seq, el in enumerate(bundle.elements):
+            if not isinstance(el, Mapping):
+                mismatched.append((b, seq, {"value": el, "reason": "schema_mismatch"}))
+                rows.append(None)
+                continue
+            row = dict(el)
+            rows.append(row)
+            columns.update(dict.fromkeys(row))
+        elements.append(rows)
+    for c in (*logic.key_columns, logic.timestamp):
+        columns.setdefault(c, None)
+    names = list(columns)
+    flat = [(b, seq, row) for b, rows in enumerate(elements)
+            for seq, row in enumerate(rows) if row is not None]
+    fields, arrays, json_columns = [], [], []
+    any_absent = False
+    for c in names:
+        present = [row.get(c, _MISSING) for _, _, row in flat]
+        any_absent = any_absent or any(v is _MISSING for v in present)
+        values = [v for v in present if v is not _MISSING and v is not None]
+        t, as_json = _infer(values)
+        if as_json:
+            json_columns.append(c)
+            col = [None if v is _MISSING or v is None
+                   else json.dumps(encode(v), separators=(",", ":")) for v in present]
+        else:
+            col = [None if v is _MISSING else v for v in present]
+        fields.append(pa.field(c, t))
+        arrays.append(pa.array(col, type=t))
+    ts_values = [row.get(logic.timestamp, _MISSING) for _, _, row in flat]
+    if logic.timestamp in json_columns or any(v is _MISSING for v in ts_values):
+        ms, reasons = [], []
+        for v in ts_values:
+            m, r = _event_time(v)
+            ms.append(m)
+            reasons.append(r)
+        fields += [pa.field(TS, pa.int64()), pa.field(TREASON, pa.string())]
+        arrays += [pa.array(ms, pa.int64()), pa.array(reasons, pa.string())]
+    fields += [pa.field(ARRIVAL, pa.int64()), pa.field(SEQ, pa.int64())]
+    arrays += [pa.array([b for b, _, _ in flat], pa.int64()),
+               pa.array([s for _, s, _ in flat], pa.int64())]
+    if any_absent:
+        fields.append(pa.field(ABSENT, pa.list_(pa.string())))
+        arrays.append(pa.array([[c for c in names if c not in row] for _, _, row in flat],
+                               pa.list_(pa.string())))
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    return table, json_columns, elements, mismatched
+
+
+def _event_time(value: Any) -> tuple[int | None, str | None]:
+    from windowlib.engines.reference import timestamp_problem as _timestamp_problem
+
+    if type(value) is int:
+        return value, None
+    if value is _MISSING:
+        return None, "missing_timestamp"
+    reason = _timestamp_problem(value)
+    if reason is not None:
+        return None, reason
+    return timestamp_ms(value), None
+
+
+def _overrides(bundles: Sequence[Any]) -> dict[int, BundleOverride]:
+    from windowlib.engines.reference import bundle_time as _ts
+
+    out = {}
+    for b, bundle in enumerate(bundles):
+        pt = None if bundle.processing_time is None else _ts(bundle.processing_time,
+                                                             "bundle processing_time")
+        wm = None if bundle.watermark is None else _ts(bundle.watermark, "bundle watermark")
+        out[b] = BundleOverride(pt, wm)
+    return out
+
+
+def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: bool = False,
+                         watermark: WatermarkStrategy | None = None, spark: Any = None,
+                         max_key_state: int | None = None) -> tuple[list, list, list]:
+    """Run test bundles on the Spark general path; ``(firings, late, rejects)`` in the
+    reference engine's format."""
+    from windowlib.engines.spark.session import get_or_create_session
+
+    spark = spark if spark is not None else get_or_create_session()
+    logic = pipeline.compile()
+    overrides = _overrides(bundles)
+    if not logic.event_time:   # as the reference engine: non-row elements count too
+        p = MIN_TS
+        for b, bundle in enumerate(bundles):
+            given = overrides[b].processing_time
+            p = p if given is None else max(p, given)
+            if bundle.elements and p == MIN_TS:
+                raise InputError("processing-time windows need a processing_time on every "
+                                 "bundle that has elements", code="NO_PROCESSING_TIME")
+    table, json_columns, elements, mismatched = bundles_to_table(pipeline, bundles)
+    df = spark.createDataFrame(table).coalesce(1)   # tiny: one partition, no shuffle
+    kwargs = {} if max_key_state is None else {"max_key_state": max_key_state}
+    try:
+        run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
+                          order_by=[SEQ], overrides=overrides, json_columns=json_columns,
+                          seq_column=SEQ, persist=False, single_partition=True, **kwargs)
+        out = run.tagged.toArrow()
+    except Exception as exc:
+        reraise(exc)
+    out = out.cast(_naive_schema(out.schema))
+    tagged = out.to_pylist()
+    json_set = set(json_columns)
+
+    def value(c: str, v: Any) -> Any:
+        return decode(json.loads(v)) if c in json_set and v is not None else v
+
+    def key_of(r: dict) -> tuple:
+        return tuple(value(c, r[c]) for c in logic.key_columns)
+
+    firing_rows = [r for r in tagged if r[KIND] == "firing"]
+    firing_rows.sort(key=lambda r: (r[B], r[PHASE], r[SUB], repr(key_of(r)), r[N]))
+    firings = []
+    for r in firing_rows:
+        f = dict(zip(logic.key_columns, key_of(r)))
+        f["window_start"] = r["window_start"]
+        f["window_end"] = r["window_end"]
+        f["pane_index"] = r["pane_index"]
+        f["timing"] = r["timing"]
+        if run.result_mode == "json":
+            f.update(decode(json.loads(r[RESULT_JSON])))
+        else:
+            for c in run.result_columns:
+                f[c] = r[c]
+        f["is_final"] = r["is_final"]
+        if run.retracting:
+            f["retract"] = r["retract"]
+        firings.append(f)
+
+    def element(r: dict) -> dict:
+        original = elements[r[B]][r[SUB]]
+        got = r[ELEMENT]
+        return {c: value(c, got[c]) for c in original}
+
+    late_rows = sorted((r for r in tagged if r[KIND] == "late"), key=lambda r: (r[B], r[SUB]))
+    late = [{**element(r), "reason": r[REASON]} for r in late_rows]
+    reject_rows = [(r[B], r[SUB], {**element(r), "reason": r[REASON]})
+                   for r in tagged if r[KIND] == "reject"]
+    rejects = [rec for _, _, rec in sorted(reject_rows + mismatched, key=lambda x: x[:2])]
+    return firings, late, rejects
+
+
+def _naive_schema(schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, _naive_type(f.type), f.nullable) for f in schema])
