@@ -269,7 +269,10 @@ class KeyDriver:
             if result is not _CONTINUE:
                 self._act(window, record, result, None, 0)
             if cleanup_at != MAX_TS:
-                self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, window, record)
+                owners = self.timers[logic.window_domain].get((cleanup_at, window))
+                if owners is None or "cleanup" not in owners:
+                    self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, window,
+                                  record)
         if not kept:
             self.sink.late_element(row, clock.watermark)
         return kept

@@ -114,6 +114,7 @@ class ReferenceEngine:
         stats = self.stats
         late_before = len(self.sink.late)
         touched: dict[tuple, None] = {}
+        max_event_ts = self.max_event_ts
         for row in elements:
             stats.inputs += 1
             if type(row) is not dict:
@@ -146,10 +147,11 @@ class ReferenceEngine:
             driver = drivers.get(key)
             if driver is None:
                 driver = drivers[key] = KeyDriver(logic, key, clock, self.sink)
-            if ts > self.max_event_ts:
-                self.max_event_ts = ts
+            if ts > max_event_ts:
+                max_event_ts = ts
             driver.process_element(row, ts)
             touched[key] = None
+        self.max_event_ts = max_event_ts
         late_now = len(self.sink.late) - late_before
         stats.late += late_now
         stats.processed = stats.inputs - stats.late - stats.rejects
