@@ -192,6 +192,19 @@ class _Composite(DslTrigger):
     def _ctxs(self, ctx) -> list[PrefixedContext]:
         return [PrefixedContext(ctx, str(i)) for i in range(len(self.children))]
 
+    def _fire(self, kind: str, args: tuple, ctx) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fired_on_element(self, element, timestamp, window, ctx) -> bool:
+        return self._fire("element", (element, timestamp, window), ctx)
+
+    def _fired_on_event_time(self, time, window, ctx) -> bool:
+        return self._fire("event_time", (time, window), ctx)
+
+    def _fired_on_processing_time(self, time, window, ctx) -> bool:
+        return self._fire("processing_time", (time, window), ctx)
+
+
     def can_merge(self) -> bool:
         return all(c.can_merge() for c in self.children)
 
@@ -217,15 +230,6 @@ class Any_(_Composite):
             fired = _child_fired(child, kind, cctx, *args) or fired
         return fired
 
-    def _fired_on_element(self, element, timestamp, window, ctx) -> bool:
-        return self._fire("element", (element, timestamp, window), ctx)
-
-    def _fired_on_event_time(self, time, window, ctx) -> bool:
-        return self._fire("event_time", (time, window), ctx)
-
-    def _fired_on_processing_time(self, time, window, ctx) -> bool:
-        return self._fire("processing_time", (time, window), ctx)
-
     def _restart(self, window, ctx) -> None:
         for child, cctx in zip(self.children, self._ctxs(ctx)):
             _restart(child, window, cctx)
@@ -246,15 +250,6 @@ class All(_Composite):
                 done[i] = True
         state.update(done)
         return all(done)
-
-    def _fired_on_element(self, element, timestamp, window, ctx) -> bool:
-        return self._fire("element", (element, timestamp, window), ctx)
-
-    def _fired_on_event_time(self, time, window, ctx) -> bool:
-        return self._fire("event_time", (time, window), ctx)
-
-    def _fired_on_processing_time(self, time, window, ctx) -> bool:
-        return self._fire("processing_time", (time, window), ctx)
 
     def on_merge(self, window, ctx) -> None:
         ctx.merge_partitioned_state(ReducingStateDescriptor(
