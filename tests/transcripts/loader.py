@@ -105,7 +105,7 @@ How a transcript is checked: see ``test_transcripts.py``.
 
 from __future__ import annotations
 
-import datetime as _dt
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -115,10 +115,10 @@ from typing import Any
 import yaml
 
 import windowlib as wl
+from windowlib.core.time import duration_ms, timestamp_ms
 from windowlib.testing import Bundle
 
 HERE = Path(__file__).resolve().parent
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 class TranscriptError(ValueError):
@@ -155,14 +155,6 @@ YamlLoader.add_constructor("tag:yaml.org,2002:timestamp",
 
 _CLOCK = re.compile(r"(?P<neg>-)?(?:(?P<d>\d+)d\s*)?(?P<h>\d{1,2}):(?P<m>\d\d)"
                     r"(?::(?P<s>\d\d)(?:\.(?P<ms>\d{3}))?)?")
-_UNITS = {
-    "ms": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1_000, "sec": 1_000, "second": 1_000, "seconds": 1_000,
-    "m": 60_000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-_DURATION_PART = re.compile(r"\s*([+-]?\d+)\s*([a-z]+)\s*")
 
 
 def ts_ms(value: Any) -> int:
@@ -178,15 +170,8 @@ def ts_ms(value: Any) -> int:
             ms = ((int(m["d"] or 0) * 24 + int(m["h"])) * 60 + int(m["m"])) * 60_000
             ms += int(m["s"] or 0) * 1_000 + int(m["ms"] or 0)
             return -ms if m["neg"] else ms
-        try:
-            parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-        else:
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=_dt.UTC)
-            delta = parsed - _EPOCH
-            return (delta.days * 86_400 + delta.seconds) * 1_000 + delta.microseconds // 1_000
+        with contextlib.suppress(wl.WindowlibError):  # ISO-8601: windowlib's own parser
+            return timestamp_ms(text)
     raise TranscriptError(f"not a timestamp: {value!r}")
 
 
@@ -196,16 +181,9 @@ def dur_ms(value: Any) -> int:
         raise TranscriptError(f"not a duration: {value!r}")
     if isinstance(value, int):
         return value
-    if isinstance(value, str):
-        text, total, pos = value.strip().lower(), 0, 0
-        for m in _DURATION_PART.finditer(text):
-            if m.start() != pos or m[2] not in _UNITS:
-                break
-            total += int(m[1]) * _UNITS[m[2]]
-            pos = m.end()
-        else:
-            if pos == len(text) and pos:
-                return total
+    if isinstance(value, str):  # "5 minutes", "90s": windowlib's own parser
+        with contextlib.suppress(wl.WindowlibError):
+            return duration_ms(value)
     raise TranscriptError(f"not a duration: {value!r}")
 
 

@@ -151,9 +151,6 @@ class PrefixedContext:
     def merge_partitioned_state(self, descriptor: StateDescriptor) -> None:
         self._parent.merge_partitioned_state(descriptor.prefixed(self._owner))
 
-    def child(self, index: int | str) -> PrefixedContext:
-        return PrefixedContext(self, str(index))
-
     @property
     def window(self) -> Any:
         return self._parent.window
