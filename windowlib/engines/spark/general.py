@@ -48,7 +48,7 @@ from typing import Any
 
 from windowlib.core.codec import decode, encode
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
-from windowlib.core.errors import ExecutionError, InputError
+from windowlib.core.errors import ExecutionError, InputError, StateError
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
@@ -63,6 +63,7 @@ from windowlib.engines.spark.bundles import (
     event_time_columns,
     plan_bundles,
 )
+from windowlib.engines.spark.state import STATE_FORMAT_VERSION, RunClock, check_state_frame
 
 DEFAULT_MAX_KEY_STATE = 5_000_000
 _CHECK_EVERY = 4096
@@ -70,6 +71,10 @@ _FLUSH_ROWS = 8192
 
 KIND, B, PHASE, SUB, N = "__wl_kind", "__wl_b", "__wl_phase", "__wl_sub", "__wl_n"
 ELEMENT, REASON = "__wl_element", "__wl_reason"
+# pane state in/out (see state.py), side-output values, per-partition counts
+STATE, NEXT_ET, NEXT_PT, SIZE, FORMAT = ("__wl_state", "__wl_next_et", "__wl_next_pt",
+                                         "__wl_size", "__wl_format")
+VALUE, SRC = "__wl_value", "__wl_src"
 ABSENT = "__wl_absent"   # test hook: array<string> of columns absent from the element
 RESULT_JSON = "result_json"
 PHASE_TIMERS_PT, PHASE_ELEMENTS, PHASE_TIMERS_WM, PHASE_FINISH = 0, 1, 2, 3
@@ -86,6 +91,60 @@ class GeneralRun:
     result_mode: str                  # "typed" | "json" | "schema"
     retracting: bool
     element_columns: tuple[str, ...]
+    emit_state: bool = False
+
+    def state(self) -> Any:
+        """The pane state after this run (``state.py`` schema), one row per live key."""
+        from pyspark.sql import functions as F
+
+        keys = [F.col(f"`{c}`") for c in self.key_columns]
+        return self.tagged.filter(F.col(KIND) == "state").select(
+            *keys, F.col(STATE).alias("state"), F.col(NEXT_ET).alias("next_event_timer"),
+            F.col(NEXT_PT).alias("next_processing_timer"), F.col(SIZE).alias("entries"),
+            F.lit(STATE_FORMAT_VERSION).cast("int").alias("format_version"))
+
+    def side_outputs(self) -> Any:
+        """Values emitted with ``context.output(tag, value)``: key columns, ``tag``,
+        ``value_json`` (``codec``-encoded JSON), ``watermark`` and ``processing_time``."""
+        from pyspark.sql import functions as F
+
+        keys = [F.col(f"`{c}`") for c in self.key_columns]
+        return self.tagged.filter(F.col(KIND) == "side").select(
+            *keys, F.col(REASON).alias("tag"), F.col(VALUE).alias("value_json"),
+            F.timestamp_millis(F.col("watermark")).alias("watermark"),
+            F.timestamp_millis(F.col("processing_time")).alias("processing_time"))
+
+    def counts(self) -> dict[str, Any]:
+        """One small aggregate over the tagged output: rows per kind, firings per timing,
+        retractions, elements processed (counted by the walkers), state rows and entries."""
+        from pyspark.sql import functions as F
+
+        rows = (self.tagged.groupBy(KIND, "timing", *(["retract"] if self.retracting else []))
+                .agg(F.count(F.lit(1)).alias("n"), F.sum(SIZE).alias("size")).collect())
+        out: dict[str, Any] = {"firings": 0, "late": 0, "rejects": 0, "side_outputs": 0,
+                               "processed": 0, "state_rows": 0, "state_entries": 0,
+                               "retractions": 0, "by_timing": {}}
+        for row in rows:
+            kind, n, size = row[KIND], int(row["n"]), int(row["size"] or 0)
+            if kind == "firing":
+                out["firings"] += n
+                if self.retracting and row["retract"]:
+                    out["retractions"] += n
+                else:
+                    timing = row["timing"]
+                    out["by_timing"][timing] = out["by_timing"].get(timing, 0) + n
+            elif kind == "late":
+                out["late"] += n
+            elif kind == "reject":
+                out["rejects"] += n
+            elif kind == "side":
+                out["side_outputs"] += n
+            elif kind == "stats":
+                out["processed"] += size
+            elif kind == "state":
+                out["state_rows"] += n
+                out["state_entries"] += size
+        return out
 
 
 # --- schema ---------------------------------------------------------------------------------
@@ -167,7 +226,12 @@ def tagged_schema(key_fields: list, result: list, retracting: bool, element: Any
                T.StructField("processing_time", T.LongType(), True),
                *result,
                T.StructField(ELEMENT, element, True),
-               T.StructField(REASON, T.StringType(), True)]
+               T.StructField(REASON, T.StringType(), True),
+               T.StructField(STATE, T.StringType(), True),
+               T.StructField(NEXT_ET, T.LongType(), True),
+               T.StructField(NEXT_PT, T.LongType(), True),
+               T.StructField(SIZE, T.LongType(), True),
+               T.StructField(VALUE, T.StringType(), True)]
     return T.StructType(fields)
 
 
@@ -207,24 +271,35 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                 max_key_state: int = DEFAULT_MAX_KEY_STATE,
                 json_columns: Sequence[str] = (), seq_column: str | None = None,
                 persist: bool = True, single_partition: bool = False,
-                partitions: int | None = None) -> GeneralRun:
+                partitions: int | None = None, state: Any = None,
+                clock: RunClock | None = None, emit_state: bool = False) -> GeneralRun:
     """Plan the bundles (one small aggregate job) and build the tagged output DataFrame.
 
     See ``engine.run_dataframe`` for the public contract; ``json_columns`` and ``seq_column``
     are hooks of the test harness (columns holding ``codec``-encoded JSON, and the column that
     numbers elements inside a bundle, reported in the ordering metadata); so is
     ``single_partition`` (the input is one partition: walk it without a shuffle).
+
+    Incremental runs (``windowlib.runs``) pass the previous run's pane ``state`` (a frame with
+    the ``state.py`` schema) and ``clock`` (where watermark, processing time and the largest
+    accepted event time stood), and ``emit_state=True`` to get the new state from
+    ``GeneralRun.state()``. Keys of ``state`` with no new elements and no timer due in this run
+    are copied through without being parsed.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     logic = pipeline.compile()
     strategy = watermark if watermark is not None else BoundedOutOfOrderness(0)
+    clock = clock if clock is not None else RunClock()
     prepared, kind = prepare_input(df, pipeline, arrival)
     user_columns = [c for c in df.columns if not c.startswith(INTERNAL_PREFIX)]
     plan = plan_bundles(prepared, kind=kind, key_columns=logic.key_columns, strategy=strategy,
                         max_future_skew_ms=logic.max_future_skew_ms, overrides=overrides,
-                        processing_time=processing_time, arrival_interval=arrival_interval)
+                        processing_time=processing_time, arrival_interval=arrival_interval,
+                        initial_watermark=clock.watermark,
+                        initial_processing_time=clock.processing_time,
+                        initial_max_event_ts=clock.max_event_ts)
     if not logic.event_time:
         for b, (count, p) in enumerate(zip(plan.counts, plan.processing_times)):
             if count and p == MIN_TS:
@@ -252,7 +327,19 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     else:
         order = _default_order(df, user_columns)
     keys = [F.col(f"`{c}`") for c in logic.key_columns]
-    if single_partition:
+    has_state = state is not None
+    sort_head: list = []
+    if has_state:
+        check_state_frame(state, logic.key_columns, types)
+        # state rows first within each key (SRC 0), then the key's elements (SRC 1)
+        state_rows = state.select(
+            *keys, F.col("state").alias(STATE), F.col("next_event_timer").alias(NEXT_ET),
+            F.col("next_processing_timer").alias(NEXT_PT), F.col("entries").alias(SIZE),
+            F.col("format_version").alias(FORMAT), F.lit(0).alias(SRC))
+        prepared = prepared.withColumn(SRC, F.lit(1)).unionByName(
+            state_rows, allowMissingColumns=True)
+        sort_head = [F.col(SRC)]
+    if single_partition and not has_state:
         arranged = prepared   # the caller guarantees one partition: no shuffle needed
     elif keys:
         # an explicit partition count: adaptive execution would otherwise coalesce the shuffle
@@ -261,9 +348,11 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
         arranged = prepared.repartition(n, *keys) if n else prepared.repartition(*keys)
     else:
         arranged = prepared.repartition(1)
-    arranged = arranged.sortWithinPartitions(*keys, F.col(ARRIVAL), *order)
+    arranged = arranged.sortWithinPartitions(*keys, *sort_head, F.col(ARRIVAL), *order)
 
     needed = [*user_columns, ARRIVAL, TS, TREASON]
+    if has_state:
+        needed += [STATE, NEXT_ET, NEXT_PT, SIZE, FORMAT]
     if ABSENT in prepared.columns:
         needed.append(ABSENT)
     if seq_column is not None:
@@ -276,13 +365,16 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
         finalize=finalize, user_columns=tuple(user_columns), json_columns=tuple(json_set),
         seq_column=seq_column, has_absent=ABSENT in prepared.columns,
         result_mode=mode, result_names=tuple(f.name for f in result),
-        max_key_state=max_key_state, out_schema_json=out_schema.json(), large_types=large)
+        max_key_state=max_key_state, out_schema_json=out_schema.json(), large_types=large,
+        has_state=has_state, emit_state=emit_state,
+        initial_processing_time=clock.processing_time)
     tagged = arranged.mapInArrow(_make_walker(config), out_schema)
     if persist:
         tagged = tagged.persist()
     return GeneralRun(tagged=tagged, plan=plan, key_columns=logic.key_columns,
                       result_columns=tuple(f.name for f in result), result_mode=mode,
-                      retracting=logic.retracting, element_columns=tuple(user_columns))
+                      retracting=logic.retracting, element_columns=tuple(user_columns),
+                      emit_state=emit_state)
 
 
 def _shuffle_partitions(df: Any) -> int | None:
@@ -320,6 +412,9 @@ class _WalkConfig:
     max_key_state: int
     out_schema_json: str
     large_types: bool
+    has_state: bool = False
+    emit_state: bool = False
+    initial_processing_time: int = MIN_TS
 
 
 def _make_walker(config: _WalkConfig) -> Any:
@@ -358,7 +453,7 @@ class _WalkSink(Sink):
         return None  # the walker emits late rows itself, with the element as read
 
     def side_output(self, tag: str, value: Any) -> None:
-        return None  # side outputs are not part of the Spark outputs yet
+        self.walker.emit_side(tag, value)
 
 
 class _Walker:
@@ -372,6 +467,8 @@ class _Walker:
         self.config = config
         self.logic = config.pipeline.compile()
         self.clock = Clock()
+        self.clock.watermark = config.initial_watermark
+        self.clock.processing_time = config.initial_processing_time
         self.sink = _WalkSink(self)
         self.P = config.processing_times
         self.W = config.watermarks
@@ -401,6 +498,9 @@ class _Walker:
         self.phase = PHASE_ELEMENTS
         self.sub = 0
         self.since_check = 0
+        self.pending: tuple | None = None   # the key's saved state, not parsed yet
+        self.processed = 0
+        self.tail_none = (None,) * 5        # STATE .. VALUE of non-state rows
 
     # --- output ----------------------------------------------------------------------------
     def _meta(self, kind: str) -> tuple:
@@ -429,14 +529,33 @@ class _Walker:
                         f"the window function returned columns {sorted(extra)} that are not "
                         f"in result_schema ({', '.join(self.result_names)})",
                         code="RESULT_SCHEMA_MISMATCH")
-        self.rows.append((*head, *keys, *meta, *times, *results, None, None))
+        self.rows.append((*head, *keys, *meta, *times, *results, None, None, *self.tail_none))
 
     def emit_element(self, kind: str, element: dict, reason: str, watermark: int | None
                      ) -> None:
         head = self._meta(kind)
         tail = (None,) * (5 + (1 if self.retracting else 0))
         self.rows.append((*head, *self.no_keys, *tail, watermark, _finite(self.P[self.b]),
-                          *((None,) * self.n_results), element, reason))
+                          *((None,) * self.n_results), element, reason, *self.tail_none))
+
+    def _bare_row(self, kind: str, keys: tuple, times: tuple, reason: str | None,
+                  state: tuple) -> None:
+        head = self._meta(kind)
+        meta = (None,) * (5 + (1 if self.retracting else 0))
+        self.rows.append((*head, *keys, *meta, *times, *((None,) * self.n_results), None,
+                          reason, *state))
+
+    def emit_side(self, tag: str, value: Any) -> None:
+        clock = self.clock
+        value_json = json.dumps(encode(value), separators=(",", ":"))
+        self._bare_row("side", self.out_key,
+                       (_finite(clock.watermark), _finite(clock.processing_time)), tag,
+                       (None, None, None, None, value_json))
+
+    def emit_state(self, text: str, next_et: int | None, next_pt: int | None, size: int
+                   ) -> None:
+        self._bare_row("state", self.out_key, (None, None), None,
+                       (text, next_et, next_pt, size, None))
 
     def flush(self) -> Any:
         pa = self.pa
@@ -459,9 +578,39 @@ class _Walker:
     def start_key(self, key: tuple) -> None:
         self.key = key
         self.driver = None
+        self.pending = None
         self.b_open = -1
         self.b_next = 0
         self.since_check = 0
+
+    def hold_state(self, text: str, next_et: int | None, next_pt: int | None, size: int,
+                   version: int) -> None:
+        """Keep the key's saved state; it is parsed only when the key has work to do."""
+        if version != STATE_FORMAT_VERSION:
+            raise StateError(f"pane state of key {self.key!r} has format_version {version!r}; "
+                             f"this windowlib reads {STATE_FORMAT_VERSION}",
+                             code="CHECKPOINT_FORMAT_UNSUPPORTED")
+        self.pending = (text, next_et, next_pt, size)
+
+    def _restore_pending(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        try:
+            data = json.loads(pending[0])
+            self.driver = KeyDriver.restore(self.logic, self.key, self.clock, self.sink, data)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            raise StateError(f"pane state of key {self.key!r} is corrupt ({exc!r}); restore "
+                             "an intact checkpoint version or rebuild (backfill --rebuild)",
+                             code="CHECKPOINT_CORRUPT") from exc
+
+    def _idle(self) -> bool:
+        """True when the pending state has nothing due in this run (pass it through)."""
+        if self.config.finalize or not self.n_bundles:
+            return not self.config.finalize
+        _, next_et, next_pt, _ = self.pending
+        return ((next_et is None or next_et > self.W[-1])
+                and (next_pt is None or next_pt > self.P[-1]))
 
     def _new_driver(self) -> KeyDriver:
         return KeyDriver(self.logic, self.key, self.clock, self.sink)
@@ -472,6 +621,8 @@ class _Walker:
             self.driver = None
 
     def open_bundle(self, b: int) -> None:
+        if self.pending is not None:
+            self._restore_pending()
         if self.b_open >= 0:
             self.close_bundle()
         self.timers_until(b)
@@ -529,22 +680,41 @@ class _Walker:
     def finish_key(self) -> None:
         if self.key is None:
             return
+        if self.pending is not None:
+            if self._idle():
+                if self.config.emit_state:
+                    self.emit_state(*self.pending)
+                self.pending = None
+                self.key = None
+                return
+            self._restore_pending()
         if self.b_open >= 0:
             self.close_bundle()
         self.timers_until(self.n_bundles)
-        if self.config.finalize and self.driver is not None:
+        driver = self.driver
+        if self.config.finalize and driver is not None:
             self.b, self.phase, self.sub = self.n_bundles, PHASE_FINISH, 0
-            self.driver.finish()
+            driver.finish()
+        if self.config.emit_state and driver is not None and not driver.is_empty():
+            self.emit_state(json.dumps(driver.snapshot(), separators=(",", ":")),
+                            driver.next_timer(EVENT), driver.next_timer(PROCESSING),
+                            self.state_size(driver))
         self.driver = None
         self.key = None
+
+    @staticmethod
+    def state_size(driver: KeyDriver) -> int:
+        """Live entries of a key: open windows + buffered elements (accumulators count 1)."""
+        size = len(driver.records)
+        for contents in driver.contents.values():
+            size += len(contents) if type(contents) is list else 1
+        return size
 
     def check_state(self) -> None:
         driver = self.driver
         if driver is None:
             return
-        size = len(driver.records)
-        for contents in driver.contents.values():
-            size += len(contents) if type(contents) is list else 1
+        size = self.state_size(driver)
         limit = self.config.max_key_state
         if size > limit:
             raise ExecutionError(
@@ -590,6 +760,7 @@ class _Walker:
             reason_col = batch.column(TREASON).to_pylist()
             seq_col = batch.column(seq_column).to_pylist() if seq_column else None
             absent_col = batch.column(ABSENT).to_pylist() if config.has_absent else None
+            state_col = batch.column(STATE).to_pylist() if config.has_state else None
             keyed_cols = [cols[i] for i in key_idx]
             for i, values in enumerate(zip(*cols)):
                 if single is not None:
@@ -605,6 +776,12 @@ class _Walker:
                         tuple(raw_cols[j][i] for j in key_idx)
                     if len(self.rows) >= _FLUSH_ROWS:
                         yield self.flush()
+                if state_col is not None and state_col[i] is not None:
+                    self.hold_state(state_col[i], batch.column(NEXT_ET)[i].as_py(),
+                                    batch.column(NEXT_PT)[i].as_py(),
+                                    batch.column(SIZE)[i].as_py(),
+                                    batch.column(FORMAT)[i].as_py())
+                    continue
                 a = arrival_col[i]
                 if a != last_arrival:
                     last_arrival = a
@@ -634,7 +811,9 @@ class _Walker:
                 if driver is None:
                     driver = self.driver = self._new_driver()
                 watermark = self.clock.watermark
-                if not driver.process_element(row, ts):
+                if driver.process_element(row, ts):
+                    self.processed += 1
+                else:
                     self.emit_element("late", raw, "too_late", _finite(watermark))
                 self.since_check += 1
                 if self.since_check >= check_every:
@@ -643,8 +822,10 @@ class _Walker:
             if len(self.rows) >= _FLUSH_ROWS:
                 yield self.flush()
         self.finish_key()
-        if self.rows:
-            yield self.flush()
+        self.b = 0
+        self._bare_row("stats", self.no_keys, (None, None), None,
+                       (None, None, None, self.processed, None))
+        yield self.flush()
 
 
 def _finite(t: int) -> int | None:

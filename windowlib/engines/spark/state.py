@@ -1,0 +1,100 @@
+"""Pane state as a DataFrame: what a run hands to the next one (SPEC §8).
+
+The general path keeps a key's live state in the core ``KeyDriver``; between runs it travels as
+one row per key with **versioned schema** ``STATE_FORMAT_VERSION``:
+
+- the key columns, typed as in the input (state and new rows meet in one shuffle);
+- ``state`` (string): ``KeyDriver.snapshot()`` as JSON — windows with pane indices and trigger
+  state, contents (accumulators or buffered elements), timers with their owners, per-key state;
+- ``next_event_timer`` / ``next_processing_timer`` (long, ms): the key's earliest timers, null
+  when none;
+- ``entries`` (long): live size, open windows + buffered elements (``max_key_state``, stats);
+- ``format_version`` (int): ``STATE_FORMAT_VERSION``.
+
+The next-timer columns let the next run pass a key's state through **without parsing it** when
+the key gets no new elements and no timer of it comes due (the row is copied as is), so a run's
+Python cost follows new data plus state that has work to do, not the whole history.
+
+Global run time (watermark, processing time, largest accepted event time) is not per key: it
+is the ``RunClock`` the checkpoint records next to this frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from windowlib.core.errors import StateError
+from windowlib.core.time import MIN_TS
+
+STATE_FORMAT_VERSION = 1
+STATE_COLUMNS = ("state", "next_event_timer", "next_processing_timer", "entries",
+                 "format_version")
+
+
+@dataclass(frozen=True)
+class RunClock:
+    """Where global time stands between runs (ms; ``MIN_TS`` = not yet known)."""
+
+    watermark: int = MIN_TS
+    processing_time: int = MIN_TS
+    max_event_ts: int = MIN_TS
+
+    def to_dict(self) -> dict[str, int]:
+        return {"watermark": self.watermark, "processing_time": self.processing_time,
+                "max_event_ts": self.max_event_ts}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunClock:
+        try:
+            return cls(int(data["watermark"]), int(data["processing_time"]),
+                       int(data["max_event_ts"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"corrupt run clock in the checkpoint: {data!r}",
+                             code="CHECKPOINT_CORRUPT") from exc
+
+
+def state_schema(key_fields: Sequence[Any]) -> Any:
+    """The Spark schema of a state frame for these key fields."""
+    from pyspark.sql import types as T
+
+    return T.StructType([
+        *key_fields,
+        T.StructField("state", T.StringType(), False),
+        T.StructField("next_event_timer", T.LongType(), True),
+        T.StructField("next_processing_timer", T.LongType(), True),
+        T.StructField("entries", T.LongType(), False),
+        T.StructField("format_version", T.IntegerType(), False),
+    ])
+
+
+def check_state_frame(state: Any, key_columns: Sequence[str], key_types: dict[str, Any]) -> None:
+    """Raise ``StateError`` unless ``state`` has the versioned schema for these keys.
+
+    Only the schema is checked here (no data is read); the version of each row is checked as
+    it is read (an unknown version fails the run with ``CHECKPOINT_FORMAT_UNSUPPORTED``).
+    """
+    from pyspark.sql import types as T
+
+    fields = {f.name: f.dataType for f in state.schema.fields}
+    missing = [c for c in (*key_columns, *STATE_COLUMNS) if c not in fields]
+    if missing:
+        raise StateError(f"the pane state frame lacks columns {missing} (state format "
+                         f"{STATE_FORMAT_VERSION} has the key columns and "
+                         f"{', '.join(STATE_COLUMNS)})", code="CHECKPOINT_CORRUPT")
+    for c in key_columns:
+        if fields[c] != key_types[c]:
+            raise StateError(
+                f"key column {c!r} is {fields[c].simpleString()} in the saved state but "
+                f"{key_types[c].simpleString()} in the input; the input schema changed: start "
+                "a new state generation (backfill --rebuild) or cast the column",
+                code="STATE_SCHEMA_MISMATCH")
+    if not isinstance(fields["state"], T.StringType):
+        raise StateError("the pane state column 'state' is not a string",
+                         code="CHECKPOINT_CORRUPT")
+
+
+def empty_state(spark: Any, key_fields: Sequence[Any]) -> Any:
+    """An empty state frame (the first run of a pipeline)."""
+    return spark.createDataFrame([], state_schema(key_fields))
