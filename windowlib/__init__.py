@@ -83,3 +83,26 @@ __all__ = [
     "ValueStateDescriptor", "WatermarkStrategy", "WindowAssigner", "WindowFunction",
     "WindowlibError", "__version__", "aggregates",
 ]
+
+# incremental runs: loaded on first use (they bring boto3, pyarrow and pyspark)
+_LAZY = {
+    "PartitionedSource": "windowlib.runs.source",
+    "RunSummary": "windowlib.runs.summary",
+    "run_incremental": "windowlib.runs.incremental",
+    "read_firings": "windowlib.runs.outputs",
+    "read_late": "windowlib.runs.outputs",
+    "read_latest": "windowlib.runs.outputs",
+    "read_rejects": "windowlib.runs.outputs",
+}
+__all__ += sorted(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'windowlib' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

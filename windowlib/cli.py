@@ -1,0 +1,204 @@
+"""``windowlib`` command line: ``run``, ``status``, ``backfill``, ``validate``, ``report``.
+
+Pipelines are looked up in the registry (``jobs.registry``, or the module named by
+``WINDOWLIB_REGISTRY``); locations derive from ``--root`` (default: the registry's
+``default_root()``, i.e. ``WINDOWLIB_ROOT`` or ``file://<project>/.local/lake``).
+
+Exit codes: 0 success (also "nothing new"), 1 a run failed or was blocked by validation,
+2 a user error (bad arguments, unknown pipeline, changed definition...). Errors print
+``[CODE] message`` — never a traceback for a user mistake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from windowlib.core.errors import WindowlibError
+
+USER_ERRORS = ("DefinitionError", "InputError")
+USER_STATE_CODES = {"FINGERPRINT_MISMATCH", "CHECKPOINT_CONFLICT", "OUTPUT_NOT_FOUND",
+                    "OUTPUT_IN_USE", "NAME_INVALID", "URI_INVALID"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="windowlib", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--pipeline", required=True, help="registered pipeline name")
+        p.add_argument("--root", help="data/lake root URI (file:// or s3://)")
+        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    run = sub.add_parser("run", help="one incremental run (new files only)")
+    common(run)
+    run.add_argument("--first", help="first partition to scan (default: all)")
+    run.add_argument("--last", help="last partition to scan")
+    run.add_argument("--run-id", help="idempotency key (a retry of a committed run is a no-op)")
+    run.add_argument("--no-validate", action="store_true", help="skip the GX gate")
+    run.add_argument("--publish-on-failure", action="store_true",
+                     help="publish even if validation fails (recorded in the commit)")
+    run.add_argument("--dry-run", action="store_true", help="plan only: list new files")
+
+    status = sub.add_parser("status", help="watermark, versions, state size, consumed files")
+    common(status)
+
+    backfill = sub.add_parser("backfill", help="process a range of partitions")
+    common(backfill)
+    backfill.add_argument("--first", required=True)
+    backfill.add_argument("--last", required=True)
+    backfill.add_argument("--rebuild", action="store_true",
+                          help="new state generation from scratch, published when complete")
+    backfill.add_argument("--dry-run", action="store_true")
+    backfill.add_argument("--no-validate", action="store_true")
+
+    validate = sub.add_parser("validate", help="validate the committed firings with GX")
+    common(validate)
+
+    report = sub.add_parser("report", help="write the HTML run report")
+    common(report)
+    report.add_argument("--out", help="output HTML path (default: under the root)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except WindowlibError as exc:
+        user = type(exc).__name__ in USER_ERRORS or exc.code in USER_STATE_CODES
+        print(f"windowlib {args.command}: {exc}", file=sys.stderr)
+        return 2 if user else 1
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from windowlib.runs import operations as ops
+
+    job = ops.get_job(args.pipeline)
+    root = args.root or ops.default_root()
+    if args.command == "status":
+        return _emit(args, ops.job_status(job, root))
+    if args.command == "report":
+        return _report(args, job, root)
+    if args.command == "validate":
+        return _validate(args, job, root)
+    with _progress(args) as say:
+        if args.command == "run":
+            parts = (args.first, args.last) if args.first or args.last else None
+            summary = ops.run_job(job, root, partitions=parts, run_id=args.run_id,
+                                  validate=not args.no_validate, dry_run=args.dry_run,
+                                  publish_on_failure=args.publish_on_failure, progress=say)
+        else:
+            summary = ops.backfill_job(job, root, args.first, args.last, rebuild=args.rebuild,
+                                       validate=not args.no_validate, dry_run=args.dry_run,
+                                       progress=say)
+    if args.json:
+        print(json.dumps(summary.to_dict(), indent=2, default=str))
+    else:
+        _print_summary(summary)
+    return 1 if summary.status == "blocked" else 0
+
+
+class _progress:
+    """A rich spinner with the current step (plain lines when not a terminal or --json)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.status: Any = None
+
+    def __enter__(self) -> Any:
+        if self.args.json or not sys.stderr.isatty():
+            return lambda message: print(f"windowlib: {message}", file=sys.stderr)
+        from rich.console import Console
+
+        self.status = Console(stderr=True).status("starting")
+        self.status.__enter__()
+        return lambda message: self.status.update(message)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.status is not None:
+            self.status.__exit__(*exc)
+
+
+def _print_summary(summary: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{summary.pipeline} — {summary.status}", show_header=False)
+    for line in summary.lines()[1:]:
+        label, _, rest = line.strip().partition(" ")
+        table.add_row(label, rest)
+    Console().print(table)
+
+
+def _emit(args: argparse.Namespace, data: dict[str, Any]) -> int:
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    head = Table(title=f"{data['pipeline']}", show_header=False)
+    for key, value in data.items():
+        if key not in ("runs", "pipeline"):
+            head.add_row(key, str(value))
+    console.print(head)
+    if data.get("runs"):
+        runs = Table(title="recent versions")
+        for col in data["runs"][0]:
+            runs.add_column(col)
+        for run in data["runs"]:
+            runs.add_row(*(str(v) for v in run.values()))
+        console.print(runs)
+    return 0
+
+
+def _validate(args: argparse.Namespace, job: Any, root: str) -> int:
+    from windowlib.quality import validate_outputs
+    from windowlib.runs.operations import run_history
+    from windowlib.runs.outputs import read_firings
+
+    _, output = job.locations(root)
+    history = run_history(job, root)
+    last = history[-1] if history else {}
+    summary = {**last, "inputs": sum(r.get("inputs", 0) for r in history),
+               "processed": sum(r.get("processed", 0) for r in history),
+               "late": sum(r.get("late", 0) for r in history),
+               "rejects": sum(r.get("rejects", 0) for r in history)}
+    extra = list(job.expectations()) if job.expectations else []
+    outcome = validate_outputs(job.pipeline, read_firings(output), summary,
+                               extra_expectations=extra)
+    data = outcome.to_dict()
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print("validation passed" if outcome.success else "validation FAILED")
+        for line in data.get("failed", []):
+            print(f"  - {line}")
+    return 0 if outcome.success else 1
+
+
+def _report(args: argparse.Namespace, job: Any, root: str) -> int:
+    from windowlib.quality import write_run_report
+    from windowlib.runs.operations import run_history
+
+    out = args.out or _default_report_path(root, job.name)
+    path = write_run_report(job.name, run_history(job, root), out)
+    print(json.dumps({"report": str(path)}) if args.json else f"report: {path}")
+    return 0
+
+
+def _default_report_path(root: str, name: str) -> str:
+    if not root.startswith("file://"):
+        from windowlib.core.errors import InputError
+        raise InputError("for a non-local root pass --out PATH (a local file)",
+                         code="ARGUMENT_INVALID")
+    return f"{root[len('file://'):]}/_windowlib/reports/{name}.html"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

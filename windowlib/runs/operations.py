@@ -1,0 +1,217 @@
+"""Operations on registered jobs: run, status, backfill (what the CLI and the DAGs call).
+
+A *job* is any object with the attributes of ``jobs.registry.PipelineJob`` (``name``,
+``pipeline``, ``watermark``, ``result_schema``, ``expectations``, ``source_for(root)``,
+``locations(root)``). The registry module is ``jobs.registry`` unless ``WINDOWLIB_REGISTRY``
+names another module exposing ``get(name)`` and ``registry()``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from windowlib.core.errors import DefinitionError, StateError
+from windowlib.runs.incremental import Progress, open_checkpoint, run_incremental
+from windowlib.runs.summary import RunSummary, iso_ms
+
+DEFAULT_REGISTRY = "jobs.registry"
+
+
+def registry_module() -> Any:
+    name = os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise DefinitionError(f"cannot import the pipeline registry {name!r} ({exc}); run from "
+                              "the project directory or set WINDOWLIB_REGISTRY",
+                              code="REGISTRY_MISSING") from exc
+
+
+def get_job(name: str) -> Any:
+    return registry_module().get(name)
+
+
+def default_root() -> str:
+    module = registry_module()
+    root = getattr(module, "default_root", None)
+    if root is None:
+        raise DefinitionError("the registry has no default_root(); pass --root",
+                              code="ARGUMENT_INVALID")
+    return root()
+
+
+def validator(job: Any, context_dir: str | None = None) -> Any:
+    """The GX gate for ``job``'s staged firings (``None`` when GX is not installed)."""
+    try:
+        from windowlib.quality import validate_outputs
+    except ImportError:  # pragma: no cover - the quality extra is missing
+        return None
+
+    def validate(firings: Any, summary: RunSummary) -> dict[str, Any]:
+        extra = list(job.expectations()) if job.expectations else []
+        outcome = validate_outputs(job.pipeline, firings, summary.to_dict(),
+                                   extra_expectations=extra, context_dir=context_dir)
+        return outcome.to_dict()
+
+    return validate
+
+
+def run_job(job: Any, root: str, *, partitions: Sequence[Any] | None = None,
+            run_id: str | None = None, spark: Any = None, validate: bool = True,
+            publish_on_failure: bool = False, dry_run: bool = False,
+            progress: Progress | None = None, checkpoint_store: Any = None) -> RunSummary:
+    """One incremental run of a registered job under ``root`` (see ``run_incremental``)."""
+    checkpoint, output = job.locations(root)
+    docs = f"{root.rstrip('/')}/_windowlib/quality/{job.name}"
+    gate = validator(job, _local_path(docs)) if validate else None
+    return run_incremental(job.pipeline, job.source_for(root),
+                           checkpoint_store or checkpoint, output, partitions,
+                           job.watermark, spark=spark, run_id=run_id,
+                           result_schema=job.result_schema, validate=gate,
+                           publish_on_failure=publish_on_failure, dry_run=dry_run,
+                           progress=progress)
+
+
+def backfill_job(job: Any, root: str, first: Any, last: Any, *, rebuild: bool = False,
+                 spark: Any = None, validate: bool = True, dry_run: bool = False,
+                 run_id: str | None = None, progress: Progress | None = None
+                 ) -> RunSummary:
+    """Process partitions ``first..last``.
+
+    ``rebuild=False``: an incremental run over the range (files that landed late become LATE
+    firings against the current state). ``rebuild=True``: a new state generation from scratch
+    over the range, published (atomically replacing what readers see) only when its run
+    validated; until then readers keep the old generation."""
+    if not rebuild:
+        return run_job(job, root, partitions=(first, last), spark=spark, validate=validate,
+                       dry_run=dry_run, run_id=run_id, progress=progress)
+    checkpoint, _ = job.locations(root)
+    main = open_checkpoint(job.pipeline, checkpoint)
+    if dry_run:
+        parts = job.source_for(root).list_partitions(first, last)
+        return RunSummary(pipeline=job.name, run_id=run_id or "rebuild", status="dry_run",
+                          files_consumed=sum(len(p.files) for p in parts),
+                          partitions=[p.value for p in parts])
+    line = main.start_generation(run_id or "rebuild")
+    summary = run_job(job, root, partitions=(first, last), spark=spark, validate=validate,
+                      run_id=run_id, progress=progress, checkpoint_store=line)
+    if summary.status != "published":
+        summary.status = f"rebuild not published ({summary.status})"
+        return summary
+    commit = main.commit_generation(line, run_id=run_id or "rebuild")
+    summary.version, summary.generation = commit.version, commit.generation
+    summary.status = "rebuild published"
+    return summary
+
+
+def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
+    """Watermark, last versions, state size, consumed files (small JSON)."""
+    checkpoint, output = job.locations(root)
+    cs = open_checkpoint(job.pipeline, checkpoint)
+    try:
+        head = cs.latest()
+    except StateError as exc:
+        return {"pipeline": job.name, "error": f"[{exc.code}] {exc}"}
+    if head is None:
+        return {"pipeline": job.name, "version": None, "checkpoint": checkpoint,
+                "output": output, "runs": []}
+    stats = head.stats
+    runs = []
+    for c in cs.history(history):
+        s = c.stats
+        runs.append({"version": c.version, "run_id": c.run_id, "created_at": c.created_at,
+                     "kind": c.kind, "firings": s.get("firings"), "late": s.get("late"),
+                     "rejects": s.get("rejects"), "files": s.get("files_consumed")})
+    return {"pipeline": job.name, "version": head.version, "generation": head.generation,
+            "watermark": iso_ms(head.watermark_ms),
+            "processing_time": iso_ms(head.processing_time_ms),
+            "state_rows": stats.get("state_rows"), "state_bytes": stats.get("state_bytes"),
+            "files_consumed_total": len(cs.manifest(head)), "checkpoint": checkpoint,
+            "output": output, "runs": runs}
+
+
+def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """Committed run summaries, oldest first (for reports)."""
+    checkpoint, _ = job.locations(root)
+    cs = open_checkpoint(job.pipeline, checkpoint)
+    out = []
+    for c in reversed(cs.history(limit)):
+        if c.kind != "run":
+            continue
+        s = dict(c.stats)
+        s.update(version=c.version, run_id=c.run_id, published=True,
+                 validation=c.extra.get("validation"),
+                 publish_on_failure=bool(c.extra.get("publish_on_failure")))
+        s.setdefault("finished_at", c.created_at)
+        out.append(s)
+    return out
+
+
+def _local_path(uri: str) -> str | None:
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    if "://" not in uri:
+        return uri
+    return None
+
+
+# --- the write-audit-publish steps as separate calls (Airflow tasks pass their JSON) ----------
+
+def plan_job(job: Any, root: str, partitions: Sequence[Any] | None = None,
+             run_id: str | None = None) -> dict[str, Any]:
+    """Step 1: the new files to consume (``{"empty": True, ...}`` when nothing is new)."""
+    from windowlib.runs.incremental import plan_run
+
+    checkpoint, _ = job.locations(root)
+    plan = plan_run(job.pipeline, job.source_for(root), checkpoint, partitions=partitions,
+                    run_id=run_id)
+    return {**plan.to_dict(), "empty": plan.empty, "files": len(plan.files)}
+
+
+def stage_job(job: Any, root: str, plan: dict[str, Any], *, spark: Any = None,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """Step 2: run the engine and stage outputs + state; returns the staged run's reference."""
+    from windowlib.runs.incremental import RunPlan, stage_run
+
+    checkpoint, output = job.locations(root)
+    staged = stage_run(job.pipeline, job.source_for(root), checkpoint, output,
+                       RunPlan.from_dict(plan), watermark=job.watermark, spark=spark,
+                       result_schema=job.result_schema, progress=progress)
+    return staged.ref()
+
+
+def audit_job(job: Any, root: str, ref: dict[str, Any], *, spark: Any = None,
+              context_dir: str | None = None) -> dict[str, Any]:
+    """Step 3: validate the staged firings with GX; returns the outcome's JSON."""
+    from pyspark.sql.types import StructType
+
+    from windowlib.engines.spark.session import get_or_create_session
+    from windowlib.runs.frames import read_frame
+    from windowlib.runs.incremental import _restore_staged
+
+    checkpoint, _ = job.locations(root)
+    staged = _restore_staged(open_checkpoint(job.pipeline, checkpoint), ref)
+    info = staged.record.extra["frames"]["firings"]
+    spark = spark or get_or_create_session()
+    firings = read_frame(spark, staged.staging.uri("firings"), StructType.fromJson(
+        info["schema"]))
+    docs = context_dir or _local_path(f"{root.rstrip('/')}/_windowlib/quality/{job.name}")
+    gate = validator(job, docs)
+    if gate is None:
+        return {"success": True, "failed": [], "skipped": "great_expectations not installed"}
+    return gate(firings, staged.summary)
+
+
+def publish_job(job: Any, root: str, ref: dict[str, Any],
+                validation: dict[str, Any] | None = None,
+                publish_on_failure: bool = False) -> dict[str, Any]:
+    """Step 4: the atomic commit (or ``blocked`` when validation failed)."""
+    from windowlib.runs.incremental import publish_run
+
+    checkpoint, _ = job.locations(root)
+    summary = publish_run(job.pipeline, checkpoint, ref, validation=validation,
+                          publish_on_failure=publish_on_failure)
+    return summary.to_dict()

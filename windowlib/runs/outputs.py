@@ -1,0 +1,164 @@
+"""Published outputs and their readers (SPEC §7, §9).
+
+An output location is a **windowlib table**: ``{output}/_windowlib_table.json`` names the
+pipeline's checkpoint; the data files of each run live with that run's committed version and are
+listed in its commit record. Readers therefore see exactly the committed runs of the current
+state generation — a staged or crashed run is invisible, and a rebuild replaces the history
+atomically when its generation is published. (Bind one output to one pipeline: binding it to
+another checkpoint is refused with ``OUTPUT_IN_USE``.)
+
+- ``read_firings(output)``: every firing row of every committed run (with ``run_id``).
+- ``read_latest(output)``: the last firing per window — the rows of its highest pane index,
+  dropped when that pane was retracted (a session window merged away).
+- ``read_late(output)``, ``read_rejects(output)``, ``read_side_outputs(output)``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from windowlib.core.errors import StateError
+from windowlib.core.pipeline import Pipeline
+from windowlib.state.s3config import S3Settings
+
+OUTPUTS = ("firings", "late", "rejects", "side_outputs")
+TABLE_FILE = "_windowlib_table.json"
+TABLE_FORMAT = 1
+
+
+def bind_output(output: str, checkpoint: Any, pipeline: Pipeline,
+                settings: S3Settings | None = None) -> None:
+    """Write (once) the pointer from ``output`` to the pipeline's checkpoint store."""
+    from windowlib.state.objectstore import open_store
+
+    store = open_store(output, settings)
+    body = {"format_version": TABLE_FORMAT, "pipeline": pipeline.name,
+            "checkpoint": checkpoint.root_store.root_uri.rstrip("/")}
+    data = json.dumps(body, sort_keys=True).encode()
+    if store.create_exclusive(TABLE_FILE, data):
+        return
+    current = _pointer(output, settings)
+    if (current.get("pipeline"), current.get("checkpoint")) != (body["pipeline"],
+                                                                 body["checkpoint"]):
+        raise StateError(f"output {output} belongs to pipeline {current.get('pipeline')!r} "
+                         f"with checkpoint {current.get('checkpoint')}; use another output "
+                         "location", code="OUTPUT_IN_USE")
+
+
+def _pointer(output: str, settings: S3Settings | None) -> dict[str, Any]:
+    from windowlib.state.objectstore import open_store
+
+    raw = open_store(output, settings).read_bytes(TABLE_FILE)
+    if raw is None:
+        raise StateError(f"{output} is not a windowlib output (no {TABLE_FILE}); has the "
+                         "pipeline published a run yet?", code="OUTPUT_NOT_FOUND")
+    try:
+        body = json.loads(raw)
+        if body.get("format_version") != TABLE_FORMAT:
+            raise StateError(f"{output}: table format {body.get('format_version')!r} is not "
+                             f"supported (this windowlib reads {TABLE_FORMAT})",
+                             code="CHECKPOINT_FORMAT_UNSUPPORTED")
+        return body
+    except ValueError as exc:
+        raise StateError(f"{output}/{TABLE_FILE} is corrupt", code="CHECKPOINT_CORRUPT") \
+            from exc
+
+
+def committed_commits(output: str, settings: S3Settings | None = None) -> list[Any]:
+    """The commits whose outputs readers see (oldest first)."""
+    from windowlib.state.checkpoint import CheckpointStore
+
+    body = _pointer(output, settings)
+    cs = CheckpointStore(body["checkpoint"], body["pipeline"], "reader", settings=settings)
+    return cs.committed()
+
+
+def read_output(output: str, name: str, *, spark: Any = None,
+                settings: S3Settings | None = None) -> Any:
+    """The committed rows of output ``name`` (one of ``OUTPUTS``) as one DataFrame."""
+    from pyspark.sql.types import StructType
+
+    from windowlib.engines.spark.session import get_or_create_session
+    from windowlib.runs.frames import read_frame
+
+    if name not in OUTPUTS:
+        raise StateError(f"unknown output {name!r}; one of {OUTPUTS}", code="ARGUMENT_INVALID")
+    spark = spark or get_or_create_session()
+    files: list[str] = []
+    schema = None
+    for commit in committed_commits(output, settings):
+        info = (commit.extra.get("frames") or {}).get(name)
+        if info is None:
+            continue
+        schema = info["schema"]
+        files.extend(f["path"] for f in info["files"])
+    if schema is None:
+        raise StateError(f"{output}: no committed run yet", code="OUTPUT_NOT_FOUND")
+    return read_frame(spark, files, StructType.fromJson(schema), settings=settings)
+
+
+def read_firings(output: str, **kwargs: Any) -> Any:
+    """Committed firings of every run (SPEC §9)."""
+    return read_output(output, "firings", **kwargs)
+
+
+def read_late(output: str, **kwargs: Any) -> Any:
+    """Elements dropped as too late, in committed runs."""
+    return read_output(output, "late", **kwargs)
+
+
+def read_rejects(output: str, **kwargs: Any) -> Any:
+    """Quarantined elements with reasons, in committed runs."""
+    return read_output(output, "rejects", **kwargs)
+
+
+def read_side_outputs(output: str, **kwargs: Any) -> Any:
+    """``context.output(tag, value)`` values (``value_json``), in committed runs."""
+    return read_output(output, "side_outputs", **kwargs)
+
+
+def read_latest(output: str, **kwargs: Any) -> Any:
+    """The last firing per window: rows at the window's highest pane index, unless that pane
+    is a retraction (the window merged away). Key columns are every column before
+    ``window_start``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    firings = read_firings(output, **kwargs)
+    cols = firings.columns
+    keys = cols[:cols.index("window_start")]
+    window = [F.col(f"`{c}`") for c in (*keys, "window_start", "window_end")]
+    top = F.max("pane_index").over(Window.partitionBy(*window))
+    latest = firings.withColumn("__wl_top", top).filter(F.col("pane_index") == F.col("__wl_top"))
+    if "retract" in cols:
+        retracted = F.max(F.col("retract").cast("int")).over(Window.partitionBy(*window))
+        latest = latest.withColumn("__wl_gone", retracted).filter(F.col("__wl_gone") == 0) \
+            .drop("__wl_gone")
+    return latest.drop("__wl_top")
+
+
+def lateness_histogram(late: Any, timestamp: str) -> list[list[Any]]:
+    """How late the dropped elements were (watermark - event time), in coarse buckets; one
+    small aggregate."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if timestamp not in late.columns:
+        return []
+    ts = late.schema[timestamp].dataType
+    if isinstance(ts, T.TimestampType | T.TimestampNTZType):
+        event_ms = F.unix_millis(F.col(f"`{timestamp}`").cast("timestamp"))
+    elif isinstance(ts, T.IntegralType):
+        event_ms = F.col(f"`{timestamp}`")
+    else:
+        return []
+    hours = (F.unix_millis(F.col("watermark")) - event_ms) / F.lit(3_600_000)
+    buckets = [("<1h", 1), ("1-6h", 6), ("6-24h", 24)]
+    label = F.lit(">1d")
+    for name, bound in reversed(buckets):
+        label = F.when(hours < bound, F.lit(name)).otherwise(label)
+    counts = {r["b"]: int(r["n"]) for r in
+              late.select(label.alias("b")).groupBy("b").agg(F.count(F.lit(1)).alias("n"))
+              .collect()}
+    return [[name, counts.get(name, 0)] for name in ("<1h", "1-6h", "6-24h", ">1d")]

@@ -1,0 +1,97 @@
+"""``RunSummary``: what one incremental run did, as small JSON-able data (XCom, reports, CLI).
+
+Invariant checked before anything is published: ``inputs = processed + late + rejects``
+(``inputs`` counts the rows read from the run's new files; rows of unreadable files are counted
+in ``bad_files`` instead, file by file, and also reported as rejects).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from windowlib.core.errors import StateError
+from windowlib.core.time import MAX_TS, MIN_TS
+
+
+def iso_ms(ms: int | None) -> str | None:
+    """ISO-8601 UTC for a clock value; ``None`` for unknown (-inf/+inf/None)."""
+    if ms is None or ms in (MIN_TS, MAX_TS):
+        return None
+    return (_dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+            + _dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class RunSummary:
+    """One run. ``status``: ``published`` | ``nothing_new`` | ``already_published`` |
+    ``staged`` (outputs staged, waiting for publish) | ``dry_run`` | ``blocked`` (failed
+    validation, nothing published)."""
+
+    pipeline: str
+    run_id: str
+    status: str
+    version: int | None = None
+    generation: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    watermark: str | None = None
+    processing_time: str | None = None
+    watermark_ms: int | None = None
+    inputs: int = 0
+    processed: int = 0
+    late: int = 0
+    rejects: int = 0
+    firings: int = 0
+    firings_by_timing: dict[str, int] = field(default_factory=dict)
+    retractions: int = 0
+    side_outputs: int = 0
+    files_consumed: int = 0
+    partitions: list[str] = field(default_factory=list)
+    bad_files: list[dict[str, str]] = field(default_factory=list)
+    state_rows: int = 0
+    state_entries: int = 0
+    state_bytes: int = 0
+    lateness_histogram: list[list[Any]] = field(default_factory=list)
+    validation: dict[str, Any] | None = None
+    published: bool = False
+    publish_on_failure: bool = False
+    path: str = "general"
+    seconds: float = 0.0
+
+    def check_conservation(self) -> None:
+        """Raise ``StateError(CONSERVATION_VIOLATED)`` unless every input row is accounted."""
+        if self.inputs != self.processed + self.late + self.rejects:
+            raise StateError(
+                f"run {self.run_id} of {self.pipeline!r}: inputs ({self.inputs}) != processed "
+                f"({self.processed}) + late ({self.late}) + rejects ({self.rejects}); nothing "
+                "was published", code="CONSERVATION_VIOLATED")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def lines(self) -> list[str]:
+        """A short human-readable summary (CLI, logs)."""
+        timing = ", ".join(f"{k} {v}" for k, v in sorted(self.firings_by_timing.items()))
+        out = [f"{self.pipeline}: {self.status}"
+               + (f" version {self.version}" if self.version is not None else ""),
+               f"  watermark {self.watermark or '-'}  processing time "
+               f"{self.processing_time or '-'}",
+               f"  inputs {self.inputs} = processed {self.processed} + late {self.late} "
+               f"+ rejects {self.rejects}; files {self.files_consumed}"
+               + (f" ({len(self.bad_files)} unreadable)" if self.bad_files else ""),
+               f"  firings {self.firings}" + (f" ({timing})" if timing else "")
+               + (f", retractions {self.retractions}" if self.retractions else ""),
+               f"  state {self.state_rows} keys, {self.state_entries} entries, "
+               f"{self.state_bytes} bytes"]
+        if self.validation is not None:
+            ok = "passed" if self.validation.get("success") else "FAILED"
+            out.append(f"  validation {ok}"
+                       + "".join(f"\n    - {f}" for f in self.validation.get("failed", [])))
+        return out
