@@ -33,14 +33,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_snapshot_restore import (
-    EXAMPLES,
-    bundle_lists,
-    feed,
-    outputs,
-    per_key,
-    pipelines,
-)
+from strategies import bundle_lists, pipelines
+from test_snapshot_restore import EXAMPLES, feed, outputs, per_key
 
 import windowlib as wl
 from windowlib import aggregates as agg

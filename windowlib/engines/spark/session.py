@@ -1,20 +1,34 @@
-"""A local SparkSession configured the way windowlib expects (see ``../shared/NOTES.md``).
+"""A SparkSession configured the way windowlib expects (see ``../shared/NOTES.md``).
 
-``get_or_create_session()`` returns the active session when there is one (a cluster job or a
-notebook keeps its own configuration; only the session time zone is forced to UTC, because
-windowlib reads and writes timestamps as UTC), otherwise it builds a local one:
-``local[2]``, no UI, 4 shuffle partitions, adaptive execution on, UTC, Arrow on.
+``get_or_create_session()`` returns, in this order:
+
+1. a **Spark Connect** session when ``remote=`` is given or ``SPARK_REMOTE`` is set
+   (``sc://host:port``, e.g. from ``connect.start_connect_server()`` or
+   ``infra/spark-connect.sh``); one client session per URL is reused while it is open;
+2. the active classic session (a cluster job or a notebook keeps its own configuration);
+3. a new local one: ``local[2]``, no UI, 4 shuffle partitions, adaptive execution on, UTC,
+   Arrow on.
+
+In every case the session time zone is forced to UTC, because windowlib reads and writes
+timestamps as UTC. ``stop_remote_sessions()`` closes the Connect sessions this module opened
+and clears PySpark's process-wide Connect flag, so classic sessions work again afterwards
+(PySpark routes ``pyspark.sql.functions`` to Connect while ``SPARK_CONNECT_MODE_ENABLED`` is
+set).
 
 Python workers must run the same interpreter as the driver: set ``PYSPARK_PYTHON`` and
-``PYSPARK_DRIVER_PYTHON`` to the virtualenv's python before the first session starts
-(``get_or_create_session`` sets them to ``sys.executable`` when they are unset).
+``PYSPARK_DRIVER_PYTHON`` to the virtualenv's python before the first local session starts
+(``get_or_create_session`` sets them to ``sys.executable`` when they are unset). For Connect,
+the server's environment decides (``start_connect_server(python=...)``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any
+
+from windowlib.core.errors import InputError
 
 LOCAL_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -25,10 +39,18 @@ LOCAL_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
 }
 
+_REMOTE_SESSIONS: dict[str, Any] = {}
+
 
 def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
-                          conf: dict[str, str] | None = None) -> Any:
-    """The active SparkSession, or a new local one with windowlib's settings."""
+                          conf: dict[str, str] | None = None, *,
+                          remote: str | None = None) -> Any:
+    """A Spark Connect session for ``remote`` (or ``$SPARK_REMOTE``), else the active classic
+    session, else a new local one with windowlib's settings. ``conf`` applies to new sessions
+    (for Connect: session-level SQL settings)."""
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
+    if remote is not None:
+        return _remote_session(remote, conf)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -43,3 +65,32 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     for key, value in {**LOCAL_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _remote_session(url: str, conf: dict[str, str] | None) -> Any:
+    if not url.startswith("sc://"):
+        raise InputError(f"a Spark Connect URL starts with sc:// (got {url!r})",
+                         code="CONNECT_URL_INVALID")
+    session = _REMOTE_SESSIONS.get(url)
+    if session is not None and not session.is_stopped:
+        return session
+    # pyspark's classic builder returns the classic session while a SparkContext is alive, so
+    # build the Connect session directly; the flag is what pyspark's own builder sets
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    session = RemoteSparkSession.builder.remote(url).create()
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    for key, value in (conf or {}).items():
+        session.conf.set(key, value)
+    _REMOTE_SESSIONS[url] = session
+    return session
+
+
+def stop_remote_sessions() -> None:
+    """Close the Connect sessions opened here and leave PySpark's Connect mode."""
+    while _REMOTE_SESSIONS:
+        _, session = _REMOTE_SESSIONS.popitem()
+        with contextlib.suppress(Exception):   # the server may already be gone
+            session.stop()
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
