@@ -11,13 +11,21 @@
     │            CALENDAR_UNIT_INVALID, ARGUMENT_INVALID
     ├── InputError                      input the engine cannot accept as a whole
     │     codes: BUNDLE_INVALID, NO_PROCESSING_TIME, TIMESTAMP_INVALID, ENGINE_UNKNOWN,
-    │            COLUMN_MISSING
+    │            COLUMN_MISSING, ARGUMENT_INVALID, PARTITION_NAME_INVALID, FORMAT_INVALID,
+    │            SCHEMA_REQUIRED, URI_INVALID
     ├── ExecutionError                  a user function or trigger misbehaved at run time
     │     codes: RESULT_COLUMN_CONFLICT, TIMER_LOOP, FUNCTION_FAILED, STATE_INVALID,
     │            GAP_NOT_POSITIVE, KEY_STATE_LIMIT, RESULT_SCHEMA_MISMATCH
     └── StateError                      checkpoints and snapshots
           codes: SNAPSHOT_UNSERIALIZABLE, SNAPSHOT_VERSION, SNAPSHOT_CORRUPT,
-                 FINGERPRINT_MISMATCH, CHECKPOINT_CONFLICT
+                 FINGERPRINT_MISMATCH, CHECKPOINT_CONFLICT, CHECKPOINT_CORRUPT,
+                 CHECKPOINT_FORMAT_UNSUPPORTED, STATE_SCHEMA_MISMATCH, STATE_INVALID,
+                 CONSERVATION_VIOLATED, STAGING_MISSING, OUTPUT_NOT_FOUND, OUTPUT_IN_USE,
+                 FRAME_EXISTS, KEY_INVALID, NAME_INVALID, URI_INVALID, URI_UNSUPPORTED,
+                 ACCESS_DENIED, S3_BUCKET_NOT_FOUND, S3_ACCESS_DENIED,
+                 S3_CREDENTIALS_INVALID, S3_CREDENTIALS_MISSING, S3_UNREACHABLE,
+                 S3_UNAVAILABLE, S3_REQUEST_FAILED, S3_ENDPOINT_INVALID, S3_SETTINGS_INVALID,
+                 S3_PROFILE_NOT_FOUND, S3_SERVER_FAILED
 
 Rows that are merely bad (null timestamps, missing keys...) are never errors: they become
 reject records with a reason (SPEC §7).
