@@ -185,9 +185,13 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         clock = RunClock(_ms(parent.watermark_ms), _ms(parent.processing_time_ms),
                          _ms(parent.max_event_time_ms))
         schema = parent.extra.get("state_schema")
-        if schema and "state" in parent.record["prefixes"]:
+        info = (parent.extra.get("frames") or {}).get("state")
+        if schema and info and "state" in parent.record["prefixes"]:
             from pyspark.sql.types import StructType
-            state = read_frame(spark, parent.uri("state"), StructType.fromJson(schema),
+
+            from windowlib.runs.frames import FrameInfo
+            # exactly the committed files (never a listing that could see leftovers)
+            state = read_frame(spark, FrameInfo.from_dict(info), StructType.fromJson(schema),
                                settings=settings)
     times = {b["partition"]: b["processing_time_ms"] for b in plan.bundles
              if b["processing_time_ms"] is not None}

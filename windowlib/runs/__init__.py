@@ -1,0 +1,1 @@
+"""Incremental runs: data frames in object storage, partitioned sources, run planning."""

@@ -1,0 +1,433 @@
+"""``PartitionedSource``: Hive-style partitioned input (``{uri}/{partition}={value}/...``).
+
+Invariants:
+
+- Listing is driver-side metadata only: each file's URI, size and version (S3 ETag, or
+  ``mtime_ns:<int>`` for local files). ``(path, size, version)`` identifies a file's content, so a
+  file that lands late in an old partition, or is rewritten, is seen as new. Hidden and temp
+  files (``_SUCCESS``, ``_temporary/``, ``.name``, ``*.tmp``, ``*.crc``) are ignored.
+- Partitions come in ascending order: time values by time, integers numerically, other strings
+  lexicographically. A time value's bundle processing time is the END of its interval (SPEC §1):
+  ``2013-01-01T05`` covers ``[05:00, 06:00)`` UTC, a date a day, ``YYYY-MM`` a calendar month,
+  minutes a minute, seconds a second; offsets (``+02:00``, ``Z``) are honoured, no offset is UTC.
+- Reading never collects data and never drops input silently. Files are read by Spark tasks
+  (pyarrow inside ``mapInArrow``; ``s3://`` through Arrow's S3 filesystem). Each output row
+  carries the partition value (string), ``__wl_file`` and ``__wl_row`` (the row's index in its
+  file: arrival order inside a file). A file that cannot be read (corrupt, truncated, wrong
+  types, bad encoding, CSV header not matching the schema) becomes ONE row with every data column
+  null and ``__wl_error`` set to the reason; :class:`SourceRead` splits the two. A task holds
+  one file in memory at a time (so a bad file is rejected whole, never half-read).
+- CSV and JSON (JSON Lines) rows are parsed by Spark's ``from_csv``/``from_json`` in PERMISSIVE
+  mode: a line that does not fit the schema keeps its parseable fields, nulls elsewhere, and its
+  raw text in ``__wl_corrupt`` — the engine rejects such rows (reason ``schema_mismatch``).
+  CSV records must not contain newlines inside quoted fields.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from windowlib.core.errors import InputError
+from windowlib.runs.frames import (
+    TaskFilesystem,
+    arrow_target_schema,
+    as_struct,
+    conform,
+    io_parallelism,
+    large_var_types,
+    list_objects,
+    parse_location,
+    task_filesystem,
+)
+from windowlib.state.s3config import S3Settings
+
+__all__ = [
+    "CORRUPT_COLUMN",
+    "ERROR_COLUMN",
+    "FILE_COLUMN",
+    "ROW_COLUMN",
+    "BadFile",
+    "Partition",
+    "PartitionedSource",
+    "SourceFile",
+    "SourceRead",
+    "parse_partition_value",
+]
+
+FILE_COLUMN = "__wl_file"
+ROW_COLUMN = "__wl_row"
+ERROR_COLUMN = "__wl_error"
+CORRUPT_COLUMN = "__wl_corrupt"
+_LINE = "__wl_line"
+FORMATS = ("parquet", "csv", "json")
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+_ISO = re.compile(r"^(?P<y>\d{4})-(?P<mo>\d{2})(?:-(?P<d>\d{2})"
+                  r"(?:[T ](?P<h>\d{2})(?::(?P<mi>\d{2})"
+                  r"(?::(?P<s>\d{2})(?:\.(?P<f>\d{1,9}))?)?)?)?)?"
+                  r"(?P<tz>Z|[+-]\d{2}(?::?\d{2})?)?$")
+_TIME_NAMES = ("_hour", "_date", "_day", "_time", "_ts", "_month", "_minute")
+_BATCH = 65_536
+
+
+# --- partition values -------------------------------------------------------------------------
+
+def parse_partition_value(value: str, name: str | None = None) -> tuple[int | None, int | None]:
+    """``(start_ms, end_ms)`` of a partition value's time interval, or ``(None, None)`` when the
+    value is not a time (integers, plain strings).
+
+    A value that looks like a date (``YYYY-MM...``) must be a valid one, and so must the value
+    of a partition whose name says it is a time (``arrival_hour``, ``*_date``...): otherwise
+    ``InputError(PARTITION_VALUE_INVALID)``.
+    """
+    import pendulum
+
+    text = unquote(value).strip()
+    m = _ISO.match(text)
+    if m is None:
+        if re.match(r"^\d{4}-\d{2}", text) or (
+                name is not None and name.lower().endswith(_TIME_NAMES)
+                and not re.fullmatch(r"-?\d+", text)):
+            raise InputError(f"partition value {name or 'value'}={value!r} is not a valid "
+                             "ISO-8601 date/time (e.g. 2013-01-01T05)",
+                             code="PARTITION_VALUE_INVALID")
+        return None, None
+    g = m.groupdict()
+    tz = g["tz"] or "Z"
+    offset_min = 0
+    if tz != "Z":
+        sign = -1 if tz[0] == "-" else 1
+        digits = tz[1:].replace(":", "")
+        hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+        if hours > 23 or minutes > 59:
+            raise InputError(f"partition value {name or 'value'}={value!r} has an invalid UTC "
+                             "offset", code="PARTITION_VALUE_INVALID")
+        offset_min = sign * (hours * 60 + minutes)
+    try:
+        start = pendulum.datetime(int(g["y"]), int(g["mo"]), int(g["d"] or 1), int(g["h"] or 0),
+                                  int(g["mi"] or 0), int(g["s"] or 0),
+                                  int((g["f"] or "0").ljust(6, "0")[:6]), tz="UTC")
+    except ValueError as exc:
+        raise InputError(f"partition value {name or 'value'}={value!r} is not a valid date/time: "
+                         f"{exc}", code="PARTITION_VALUE_INVALID") from None
+    start = start.subtract(minutes=offset_min)
+    if g["d"] is None:
+        end = start.add(months=1)
+    elif g["h"] is None:
+        end = start.add(days=1)
+    elif g["mi"] is None:
+        end = start.add(hours=1)
+    elif g["s"] is None:
+        end = start.add(minutes=1)
+    elif g["f"] is None:
+        end = start.add(seconds=1)
+    else:
+        end = start
+    return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
+
+
+# --- listing ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file; ``(path, size, version)`` identifies its content."""
+
+    path: str
+    size: int
+    version: str
+    partition_value: str
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One partition (one bundle): its value, time interval (``None`` when not a time) and
+    files sorted by path. ``processing_time_ms`` is the interval's end (SPEC §1)."""
+
+    value: str
+    start_ms: int | None
+    end_ms: int | None
+    files: tuple[SourceFile, ...]
+
+    @property
+    def processing_time_ms(self) -> int | None:
+        return self.end_ms
+
+
+@dataclass(frozen=True)
+class BadFile:
+    path: str
+    reason: str
+
+
+@dataclass
+class SourceRead:
+    """The result of :meth:`PartitionedSource.read`. ``frame`` holds data rows and bad-file
+    rows; ``rows`` and ``bad_files_frame`` split it lazily (each re-reads unless ``frame`` is
+    persisted — persist it when you need both). ``bad_files()`` collects the small list."""
+
+    frame: Any
+
+    @property
+    def rows(self) -> Any:
+        from pyspark.sql import functions as F
+
+        return self.frame.filter(F.col(ERROR_COLUMN).isNull()).drop(ERROR_COLUMN)
+
+    @property
+    def bad_files_frame(self) -> Any:
+        from pyspark.sql import functions as F
+
+        return (self.frame.filter(F.col(ERROR_COLUMN).isNotNull())
+                .select(F.col(FILE_COLUMN).alias("path"), F.col(ERROR_COLUMN).alias("reason")))
+
+    def bad_files(self) -> list[BadFile]:
+        return [BadFile(r["path"], r["reason"])
+                for r in self.bad_files_frame.orderBy("path").collect()]
+
+
+@dataclass
+class PartitionedSource:
+    """Partitioned files under ``uri`` (SPEC §9). ``schema``: a ``StructType`` or DDL string;
+    ``None`` infers it (Parquet: the first readable file's footer; CSV: the header, all strings;
+    JSON: required). ``order_by``: columns giving arrival order inside a bundle (default: file,
+    then row index — see :attr:`arrival_order`). ``options``: CSV/JSON parser options
+    (``sep``, ``quote``, ``nullValue``, ``header`` (default true), ...)."""
+
+    uri: str
+    partition: str = "arrival_hour"
+    format: str = "parquet"
+    schema: Any = None
+    order_by: Sequence[str] | None = None
+    options: Mapping[str, Any] | None = None
+    settings: S3Settings | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.location = parse_location(self.uri)
+        if not isinstance(self.partition, str) or not _NAME.match(self.partition):
+            raise InputError(f"partition column name must match [A-Za-z0-9_]+, got "
+                             f"{self.partition!r}", code="PARTITION_NAME_INVALID")
+        if self.format not in FORMATS:
+            raise InputError(f"format must be one of {FORMATS}, got {self.format!r}",
+                             code="FORMAT_INVALID")
+        if self.schema is not None:
+            self.schema = as_struct(self.schema)
+        if self.format == "json" and self.schema is None:
+            raise InputError("a JSON source needs a schema", code="SCHEMA_REQUIRED")
+        self.order_by = tuple(self.order_by) if self.order_by else None
+        self.options = dict(self.options or {})
+
+    @property
+    def arrival_order(self) -> tuple[str, ...]:
+        """The columns giving arrival order inside one bundle."""
+        return self.order_by or (FILE_COLUMN, ROW_COLUMN)
+
+    def list_partitions(self, first: Any = None, last: Any = None) -> list[Partition]:
+        """Partitions in ascending order, optionally only those between ``first`` and ``last``
+        (inclusive; partition values, or datetimes for time partitions). Empty partitions
+        (only hidden files) are left out."""
+        groups: dict[str, list[SourceFile]] = {}
+        prefix = self.partition + "="
+        for obj in list_objects(self.location, self.settings):
+            head, _, rest = obj.relative.partition("/")
+            if not rest or not head.startswith(prefix):
+                continue
+            value = unquote(head[len(prefix):])
+            groups.setdefault(value, []).append(
+                SourceFile(obj.uri, obj.size, obj.version, value))
+        parts = [Partition(v, *parse_partition_value(v, self.partition),
+                           tuple(sorted(fs, key=lambda f: f.path)))
+                 for v, fs in groups.items()]
+        kinds = {p.start_ms is not None for p in parts}
+        if len(kinds) > 1:
+            raise InputError(f"{self.uri}: partition values mix times and non-times "
+                             f"({', '.join(sorted(groups)[:5])}...)",
+                             code="PARTITION_VALUE_INVALID")
+        key = self._sort_key(parts)
+        parts.sort(key=key)
+        lo = None if first is None else key(self._bound(first))
+        hi = None if last is None else key(self._bound(last))
+        return [p for p in parts
+                if (lo is None or key(p) >= lo) and (hi is None or key(p) <= hi)]
+
+    def _bound(self, value: Any) -> Partition:
+        if hasattr(value, "isoformat") and not isinstance(value, str):
+            from windowlib.core.time import timestamp_ms
+            ms = timestamp_ms(value)
+            return Partition(str(value), ms, ms, ())
+        return Partition(str(value), *parse_partition_value(str(value), self.partition), ())
+
+    @staticmethod
+    def _sort_key(parts: list[Partition]) -> Any:
+        if parts and parts[0].start_ms is not None:
+            return lambda p: (p.start_ms if p.start_ms is not None else 0, p.value)
+        if all(re.fullmatch(r"-?\d+", p.value) for p in parts):
+            return lambda p: (int(p.value) if re.fullmatch(r"-?\d+", p.value) else 0, p.value)
+        return lambda p: (0, p.value)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def output_schema(self, spark: Any, files: Sequence[SourceFile]) -> Any:
+        """The data schema (given or inferred) followed by the partition column."""
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        data = self.schema or self._infer(spark, files)
+        fields = [StructField(f.name, f.dataType, True, f.metadata)
+                  for f in data.fields if f.name != self.partition]
+        return StructType([*fields, StructField(self.partition, StringType(), True)])
+
+    def read(self, spark: Any, files: Sequence[SourceFile], *,
+             parallelism: int | None = None,
+             forward_credentials: bool | None = None) -> SourceRead:
+        """Read exactly ``files`` (from :meth:`list_partitions`) by Spark tasks; see the module
+        docstring for the columns added and how bad files and bad rows are reported."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        files = list(files)
+        schema = self.output_schema(spark, files)
+        data_fields = schema.fields[:-1]
+        extra = [StructField(FILE_COLUMN, StringType(), True),
+                 StructField(ROW_COLUMN, LongType(), True),
+                 StructField(ERROR_COLUMN, StringType(), True)]
+        locs = [parse_location(f.path) for f in files]
+        if not locs:
+            out = StructType(list(schema.fields) + extra[:2]
+                             + [StructField(CORRUPT_COLUMN, StringType(), True), extra[2]])
+            return SourceRead(spark.createDataFrame([], out))
+        fs = task_filesystem(spark, locs[0], self.settings, forward_credentials)
+        items = [(loc.arrow_path, f.path, f.partition_value) for loc, f in zip(locs, files)]
+        n = io_parallelism(spark, len(items), parallelism)
+        ids = spark.range(0, len(items), 1, n)
+        part_field = StructField(self.partition, StringType(), True)
+        if self.format == "parquet":
+            task_schema = StructType([*data_fields, part_field, *extra])
+            fn = _make_parquet_reader(fs, items, task_schema.json(), large_var_types(spark))
+            frame = ids.mapInArrow(fn, task_schema)
+            frame = frame.withColumn(CORRUPT_COLUMN, F.lit(None).cast("string"))
+        else:
+            task_schema = StructType([StructField(_LINE, StringType(), True), part_field, *extra])
+            header = str(self.options.get("header", self.format == "csv")).lower() == "true"
+            names = [f.name for f in data_fields] if self.format == "csv" else []
+            fn = _make_line_reader(fs, items, header, names, self.options.get("sep", ","),
+                                   self.partition)
+            lines = ids.mapInArrow(fn, task_schema)
+            rec = StructType([*data_fields, StructField(CORRUPT_COLUMN, StringType())])
+            opts = {str(k): str(v) for k, v in self.options.items() if k != "header"}
+            opts.update(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT_COLUMN)
+            parse = F.from_csv if self.format == "csv" else F.from_json
+            ddl = (", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in rec.fields)
+                   if self.format == "csv" else rec)
+            parsed = lines.withColumn("__wl_rec", parse(F.col(_LINE), ddl, opts))
+            frame = parsed.select(*[F.col("__wl_rec")[f.name].alias(f.name) for f in data_fields],
+                                  F.col(self.partition), F.col(FILE_COLUMN), F.col(ROW_COLUMN),
+                                  F.col("__wl_rec")[CORRUPT_COLUMN].alias(CORRUPT_COLUMN),
+                                  F.col(ERROR_COLUMN))
+        cols = [f.name for f in schema.fields] + [FILE_COLUMN, ROW_COLUMN, CORRUPT_COLUMN,
+                                                   ERROR_COLUMN]
+        return SourceRead(frame.select(*[F.col(f"`{c}`") for c in cols]))
+
+    def _infer(self, spark: Any, files: Sequence[SourceFile]) -> Any:
+        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        if not files:
+            return StructType([])
+        fs = task_filesystem(spark, parse_location(files[0].path), self.settings, True).open()
+        for f in files:
+            path = parse_location(f.path).arrow_path
+            try:
+                with fs.open_input_file(path) as handle:
+                    if self.format == "parquet":
+                        import pyarrow.parquet as pq
+                        return from_arrow_schema(pq.read_schema(handle),
+                                                 prefer_timestamp_ntz=False)
+                    first = handle.read(min(f.size, 1 << 16)).decode("utf-8").split("\n")[0]
+                    names = [c.strip().strip('"') for c in
+                             first.rstrip("\r").split(self.options.get("sep", ","))]
+                    return StructType([StructField(c, StringType(), True) for c in names])
+            except Exception:
+                continue
+        raise InputError(f"{self.uri}: cannot infer a schema, no file is readable; give "
+                         "schema=", code="SCHEMA_REQUIRED")
+
+
+# --- tasks ------------------------------------------------------------------------------------
+
+def _reason(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return text[:500]
+
+
+def _make_parquet_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]],
+                         schema_json: str, large: bool) -> Any:
+    def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark.sql.types import StructType
+
+        target = arrow_target_schema(StructType.fromJson(json.loads(schema_json)), large)
+        data_target = pa.schema(list(target)[:-4])
+        filesystem = fs.open()
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                arrow_path, uri, value = items[i]
+                try:
+                    with filesystem.open_input_file(arrow_path) as handle:
+                        table = conform(pq.read_table(handle), data_target)
+                    error = None
+                except Exception as exc:
+                    table, error = pa.table({f.name: pa.nulls(1, f.type)
+                                             for f in data_target}, schema=data_target), exc
+                n = table.num_rows
+                table = (table.append_column(target.field(len(data_target)),
+                                             pa.array([value] * n, target[-4].type))
+                         .append_column(target.field(len(data_target) + 1),
+                                        pa.array([uri] * n, target[-3].type))
+                         .append_column(target.field(len(data_target) + 2),
+                                        pa.array([-1] if error else range(n), pa.int64()))
+                         .append_column(target.field(len(data_target) + 3),
+                                        pa.array([_reason(error) if error else None] * n,
+                                                 target[-1].type)))
+                yield from table.cast(target).to_batches(max_chunksize=_BATCH)
+
+    return read
+
+
+def _make_line_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]], header: bool,
+                      names: list[str], sep: str, partition: str) -> Any:
+    def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = pa.schema([(_LINE, pa.string()), (partition, pa.string()),
+                            (FILE_COLUMN, pa.string()), (ROW_COLUMN, pa.int64()),
+                            (ERROR_COLUMN, pa.string())])
+        filesystem = fs.open()
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                arrow_path, uri, value = items[i]
+                try:
+                    with filesystem.open_input_file(arrow_path) as handle:
+                        text = handle.read().decode("utf-8")
+                    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+                    lines = [ln for ln in lines if ln.strip()]
+                    if header and lines:
+                        got = [c.strip().strip('"') for c in lines[0].split(sep)]
+                        if got != names:
+                            raise ValueError(f"CSV header {got} does not match the schema's "
+                                             f"columns {names}")
+                        lines = lines[1:]
+                    error = None
+                except Exception as exc:
+                    lines, error = [None], _reason(exc)
+                n = len(lines)
+                cols = [pa.array(lines, pa.string()), pa.array([value] * n, pa.string()),
+                        pa.array([uri] * n, pa.string()),
+                        pa.array([-1] if error else range(n), pa.int64()),
+                        pa.array([error] * n, pa.string())]
+                yield from pa.Table.from_arrays(cols, schema=schema).to_batches(_BATCH)
+
+    return read
