@@ -1,0 +1,182 @@
+"""Run one registered pipeline incrementally: the ``spark-submit``-able entry point.
+
+    python jobs/run_pipeline.py --pipeline NAME [--root URI] [--first P --last P]
+                                [--rebuild] [--dry-run] [--json]
+    spark-submit --master spark://... jobs/run_pipeline.py --pipeline NAME --root s3://...
+
+It looks the job up in ``jobs.registry``, gets a SparkSession (the one ``spark-submit``
+configured, a Spark Connect session when ``SPARK_REMOTE`` is set, else a local one) and calls
+``windowlib.run_incremental`` (SPEC §9) with the job's source, checkpoint and output locations
+under ``--root`` (default ``$WINDOWLIB_ROOT`` or ``file://<repo>/.local/lake``).
+
+Exit codes: 0 success; 2 a user error (bad arguments, unknown pipeline, invalid definition or
+input, a checkpoint that needs ``--rebuild``); 1 anything else. Errors print ``[CODE] message``
+on stderr; tracebacks only for unexpected failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script (spark-submit jobs/run_pipeline.py)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from windowlib.core.errors import DefinitionError, InputError, StateError, WindowlibError
+
+EXIT_OK, EXIT_FAILED, EXIT_USER = 0, 1, 2
+# StateError codes that a user resolves (e.g. with --rebuild), not a retry
+USER_STATE_CODES = frozenset({"FINGERPRINT_MISMATCH", "SNAPSHOT_VERSION"})
+_PARTITION_PATTERNS = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}",
+                       "YYYY-MM-DD": r"\d{4}-\d{2}-\d{2}"}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="run_pipeline.py",
+        description="Run one registered windowlib pipeline incrementally (new files only).")
+    parser.add_argument("--pipeline", required=True, help="registered pipeline name")
+    parser.add_argument("--root", default=None,
+                        help="lake root URI (file:///... or s3://bucket/prefix); default "
+                             "$WINDOWLIB_ROOT or file://<repo>/.local/lake")
+    parser.add_argument("--first", default=None, help="first partition value to scan")
+    parser.add_argument("--last", default=None, help="last partition value to scan")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="start a new state generation over the range (published when "
+                             "complete)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what would run; start no Spark session")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return parser.parse_args(argv)
+
+
+def is_user_error(exc: WindowlibError) -> bool:
+    """Whether ``exc`` is the caller's to fix (exit code 2) rather than a failure (1)."""
+    if isinstance(exc, DefinitionError | InputError):
+        return True
+    return isinstance(exc, StateError) and exc.code in USER_STATE_CODES
+
+
+def _partitions(job: Any, first: str | None, last: str | None) -> tuple[str, str] | None:
+    if first is None and last is None:
+        return None
+    if first is None or last is None:
+        raise DefinitionError("--first and --last go together", code="ARGUMENT_INVALID")
+    pattern = _PARTITION_PATTERNS[job.partition_format]
+    for name, value in (("--first", first), ("--last", last)):
+        if not re.fullmatch(pattern, value):
+            raise DefinitionError(f"{name} {value!r} is not a {job.source.partition} value "
+                                  f"({job.partition_format})", code="ARGUMENT_INVALID")
+    if first > last:
+        raise DefinitionError(f"--first {first} is after --last {last}",
+                              code="ARGUMENT_INVALID")
+    return first, last
+
+
+def plan(args: argparse.Namespace) -> dict[str, Any]:
+    """Validate the arguments and resolve everything a run needs (no Spark)."""
+    from jobs import registry
+
+    job = registry.get(args.pipeline)
+    root = registry.validate_root(args.root) if args.root else registry.default_root()
+    checkpoint, output = job.locations(root)
+    return {"job": job, "root": root, "source_uri": job.source.uri(root),
+            "checkpoint": checkpoint, "output": output,
+            "partitions": _partitions(job, args.first, args.last), "rebuild": args.rebuild}
+
+
+def _session() -> Any:
+    from windowlib.engines.spark.session import get_or_create_session
+
+    if os.environ.get("PYSPARK_GATEWAY_PORT") and not os.environ.get("SPARK_REMOTE"):
+        # launched by spark-submit: keep its master and configuration
+        from pyspark.sql import SparkSession
+
+        SparkSession.builder.getOrCreate()
+    return get_or_create_session(app_name="windowlib-run-pipeline")
+
+
+def run(resolved: dict[str, Any]) -> Any:
+    """Call ``windowlib.run_incremental`` for the resolved plan; returns its summary."""
+    import windowlib as wl
+
+    run_incremental = getattr(wl, "run_incremental", None)
+    if run_incremental is None:
+        raise WindowlibError("windowlib.run_incremental is not available in this build",
+                             code="NOT_IMPLEMENTED")
+    job = resolved["job"]
+    kwargs: dict[str, Any] = {
+        "source": job.source_for(resolved["root"]), "checkpoint": resolved["checkpoint"],
+        "output": resolved["output"], "partitions": resolved["partitions"],
+        "watermark": job.watermark}
+    params = inspect.signature(run_incremental).parameters
+    optional = {"result_schema": job.result_schema, "rebuild": resolved["rebuild"]}
+    for name, value in optional.items():
+        if name in params and value not in (None, False):
+            kwargs[name] = value
+    if resolved["rebuild"] and "rebuild" not in params:
+        raise DefinitionError("this windowlib build cannot rebuild state (no rebuild= in "
+                              "run_incremental)", code="ARGUMENT_INVALID")
+    if "spark" in params:
+        kwargs["spark"] = _session()
+    else:
+        _session()
+    return run_incremental(job.pipeline, **kwargs)
+
+
+def summary_dict(summary: Any) -> dict[str, Any]:
+    """A JSON-able dict of a run summary (dataclass, ``to_dict()`` or plain object)."""
+    if hasattr(summary, "to_dict"):
+        return dict(summary.to_dict())
+    if dataclasses.is_dataclass(summary) and not isinstance(summary, type):
+        return dataclasses.asdict(summary)
+    if isinstance(summary, dict):
+        return dict(summary)
+    return {k: v for k, v in vars(summary).items() if not k.startswith("_")}
+
+
+def _describe_plan(resolved: dict[str, Any]) -> dict[str, Any]:
+    job = resolved["job"]
+    first_last = resolved["partitions"]
+    return {"pipeline": job.name, "dry_run": True, "root": resolved["root"],
+            "source": resolved["source_uri"], "partition": job.source.partition,
+            "format": job.source.format, "checkpoint": resolved["checkpoint"],
+            "output": resolved["output"],
+            "partitions": None if first_last is None else list(first_last),
+            "rebuild": resolved["rebuild"], "watermark": job.watermark.describe(),
+            "fingerprint": job.pipeline.fingerprint, "schedule": job.schedule}
+
+
+def _print(data: dict[str, Any], as_json: bool, title: str) -> None:
+    if as_json:
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+        return
+    print(title)
+    for key, value in data.items():
+        print(f"  {key:<18} {value}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        resolved = plan(args)
+        if args.dry_run:
+            _print(_describe_plan(resolved), args.json, f"dry run: {args.pipeline}")
+            return EXIT_OK
+        summary = run(resolved)
+        _print(summary_dict(summary), args.json, f"run of {args.pipeline}")
+        return EXIT_OK
+    except WindowlibError as exc:
+        print(str(exc), file=sys.stderr)  # "[CODE] message"
+        return EXIT_USER if is_user_error(exc) else EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
