@@ -1,0 +1,247 @@
+"""Validate a run's staged outputs with Great Expectations on Spark, before publishing.
+
+``validate_outputs`` runs the suites of ``suites.build_plan`` on the firings, the derived
+per-window frame and the run-summary row, each through a GX ``Checkpoint`` whose
+``UpdateDataDocsAction`` renders Data Docs into ``context_dir`` (when given).
+
+Invariants:
+
+* The GX context is ephemeral (in-memory stores, analytics and progress bars off) with exactly
+  one Data Docs site, at ``context_dir``; without ``context_dir`` no Data Docs are written at
+  all (GX's default site would go to a random temporary directory).
+* The firings frame is persisted for the duration of the call and unpersisted afterwards; the
+  caller's DataFrame is not modified.
+* ``success`` is GX's verdict; unexpected counts are exact (``frames.py``) for built-in checks
+  and GX's full ``unexpected_count`` metric for the pipeline's own expectations (never the
+  sampled ``partial_unexpected_counts``).
+* A data problem is a failed result; anything else GX raises (an expectation naming a column
+  that does not exist, a broken context) is an ``ExecutionError`` with code
+  ``VALIDATION_ERROR``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from windowlib.core.errors import ExecutionError, InputError, WindowlibError
+from windowlib.core.pipeline import Pipeline
+from windowlib.quality import frames
+from windowlib.quality.suites import FRAMES, META_KEY, SUITES, Check, SuitePlan, build_plan
+
+_SITE = "windowlib"
+# Built-in checks count unexpected rows themselves (frames.py), so GX only has to decide success
+# (BOOLEAN_ONLY: several times fewer Spark jobs than SUMMARY); the pipeline's own expectations
+# need GX's full unexpected_count (BASIC).
+_RESULT_FORMATS = {"firings_custom": "BASIC"}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one expectation."""
+
+    name: str
+    expectation: str
+    frame: str
+    column: str | None
+    success: bool
+    unexpected_count: int | None
+    element_count: int | None
+    detail: str = ""
+
+    def line(self) -> str:
+        """One human-readable line for a failed check."""
+        where = f"{self.frame}.{self.column}" if self.column else self.frame
+        count = "" if self.unexpected_count is None else \
+            f": {self.unexpected_count} unexpected of {self.element_count}"
+        extra = f" ({self.detail})" if self.detail else ""
+        return f"{self.name} [{self.expectation} on {where}]{count}{extra}"
+
+
+@dataclass
+class ValidationOutcome:
+    """What ``validate_outputs`` found; ``to_dict()`` is small JSON (for XCom and the summary)."""
+
+    success: bool
+    results: list[CheckResult] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    data_docs_index: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"success": self.success, "failed": list(self.failed),
+                "data_docs": self.data_docs_index,
+                "results": [asdict(r) for r in self.results]}
+
+
+def validate_outputs(pipeline: Pipeline, firings_df: Any, summary: Mapping[str, Any], *,
+                     extra_expectations: Iterable[Any] = (),
+                     context_dir: str | os.PathLike[str] | None = None) -> ValidationOutcome:
+    """Validate ``firings_df`` (staged firings) and ``summary`` (``RunSummary.to_dict()`` or an
+    object with ``to_dict()``).
+
+    ``extra_expectations`` are the pipeline's own GX expectations, applied to the firings.
+    ``context_dir`` is where the Data Docs site goes (``<context_dir>/index.html``).
+    """
+    if not isinstance(summary, Mapping) and callable(getattr(summary, "to_dict", None)):
+        summary = summary.to_dict()
+    plan = build_plan(pipeline, extra_expectations)
+    docs_dir = _docs_dir(context_dir)
+    missing = [c for c in plan.required_columns if c not in firings_df.columns]
+    if missing:
+        return _missing_columns(plan, missing)
+    firings = frames.prepare_firings(plan, firings_df)
+    owned = not firings.is_cached   # a frame the caller cached stays cached
+    if owned:
+        firings = firings.persist()
+    windows = None
+    try:
+        windows = frames.windows_frame(plan, firings).persist()
+        counts = {"firings": frames.firings_counts(plan, firings),
+                  "windows": frames.windows_counts(windows),
+                  "run": frames.run_counts(summary)}
+        data = {"firings": firings, "windows": windows,
+                "run": frames.run_frame(firings.sparkSession, summary)}
+        gx_results = _run_gx(plan, data, docs_dir)
+    finally:
+        if owned:
+            firings.unpersist()
+        if windows is not None:
+            windows.unpersist()
+    results = [_result(check, gx_results[check.name], counts[check.frame], summary)
+               for check in plan.checks]
+    index = docs_dir / "index.html" if docs_dir is not None else None
+    success = all(r.success for r in results)
+    return ValidationOutcome(
+        success=success, results=results,
+        failed=[r.line() for r in results if not r.success],
+        data_docs_index=str(index) if index is not None and index.exists() else None)
+
+
+def _docs_dir(context_dir: str | os.PathLike[str] | None) -> Path | None:
+    if context_dir is None:
+        return None
+    text = os.fspath(context_dir)
+    if "\x00" in text or ".." in Path(text).parts:
+        raise InputError(f"context_dir must be a plain directory path without '..', got "
+                         f"{text!r}", code="ARGUMENT_INVALID")
+    path = Path(text).absolute()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _missing_columns(plan: SuitePlan, missing: list[str]) -> ValidationOutcome:
+    results = [CheckResult(f"column_exists:{c}", "expect_column_to_exist", "firings", c, False,
+                           None, None, "required column missing from the firings")
+               for c in missing]
+    return ValidationOutcome(False, results, [r.line() for r in results], None)
+
+
+def _context(docs_dir: Path | None) -> Any:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
+
+    sites = {}
+    if docs_dir is not None:
+        sites[_SITE] = {
+            "class_name": "SiteBuilder", "show_how_to_buttons": False,
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend",
+                              "base_directory": str(docs_dir)},
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}}
+    config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(),
+                               analytics_enabled=False, data_docs_sites=sites,
+                               progress_bars=ProgressBarsConfig(globally=False))
+    return gx.get_context(mode="ephemeral", project_config=config)
+
+
+def _run_gx(plan: SuitePlan, data: Mapping[str, Any], docs_dir: Path | None
+            ) -> dict[str, Any]:
+    """Run one checkpoint per frame; GX results by check name."""
+    try:
+        import great_expectations as gx
+        from great_expectations.checkpoint import UpdateDataDocsAction
+
+        ctx = _context(docs_dir)
+        source = ctx.data_sources.add_spark(name=f"{plan.pipeline}_staged", persist=False)
+        found: dict[str, Any] = {}
+        batches = {frame: source.add_dataframe_asset(name=frame)
+                   .add_batch_definition_whole_dataframe(f"{frame}_whole") for frame in FRAMES}
+        for name, frame in SUITES.items():
+            if not plan.checks_in(name):
+                continue
+            suite = ctx.suites.add(plan.suite(name))
+            vd = ctx.validation_definitions.add(gx.ValidationDefinition(
+                name=f"{plan.pipeline}.{name}", data=batches[frame], suite=suite))
+            actions = [UpdateDataDocsAction(name="data_docs", site_names=[_SITE])] \
+                if docs_dir is not None else []
+            checkpoint = ctx.checkpoints.add(gx.Checkpoint(
+                name=f"{plan.pipeline}.{name}.audit", validation_definitions=[vd],
+                actions=actions, result_format=_RESULT_FORMATS.get(name, "BOOLEAN_ONLY")))
+            run = checkpoint.run(batch_parameters={"dataframe": data[frame]})
+            for validation in run.run_results.values():
+                for r in validation.results:
+                    found[(r.expectation_config.meta or {}).get(META_KEY)] = r
+    except WindowlibError:
+        raise
+    except Exception as exc:   # GX/Spark failures that are not data problems
+        raise ExecutionError(f"Great Expectations could not validate pipeline "
+                             f"{plan.pipeline!r}: {type(exc).__name__}: {exc}",
+                             code="VALIDATION_ERROR") from exc
+    for check in plan.checks:
+        r = found.get(check.name)
+        if r is None:
+            raise ExecutionError(f"Great Expectations returned no result for check "
+                                 f"{check.name!r} of pipeline {plan.pipeline!r}",
+                                 code="VALIDATION_ERROR")
+        message = _raised(r.exception_info)
+        if message is not None:
+            raise ExecutionError(
+                f"expectation {check.name!r} of pipeline {plan.pipeline!r} could not be "
+                f"evaluated (a definition problem, not a data problem): {message}",
+                code="VALIDATION_ERROR")
+    return found
+
+
+def _raised(info: Any) -> str | None:
+    """The exception message in a GX ``exception_info`` (flat, or keyed by metric), if any."""
+    if not isinstance(info, Mapping):
+        return None
+    candidates = [info, *(v for v in info.values() if isinstance(v, Mapping))]
+    for entry in candidates:
+        if entry.get("raised_exception") or entry.get("exception_traceback"):
+            return _first_line(str(entry.get("exception_message") or "unknown error"))
+    return None
+
+
+def _first_line(text: str) -> str:
+    return re.sub(r"\s+", " ", str(text).strip().splitlines()[0] if text.strip() else "")[:300]
+
+
+def _result(check: Check, gx_result: Any, counts: Mapping[str, int],
+            summary: Mapping[str, Any]) -> CheckResult:
+    result = gx_result.result or {}
+    if check.builtin:
+        unexpected: int | None = counts.get(check.name)
+    else:
+        raw = result.get("unexpected_count")
+        unexpected = None if raw is None else int(raw)
+    detail = ""
+    if check.name == "conservation":
+        detail = frames.conservation_detail(summary)
+    elif unexpected is None and "observed_value" in result:
+        detail = f"observed {result['observed_value']!r}"
+    return CheckResult(
+        name=check.name, expectation=check.expectation.expectation_type, frame=check.frame,
+        column=check.column, success=bool(gx_result.success), unexpected_count=unexpected,
+        element_count=counts.get("__rows__"), detail=detail)
+
+
+__all__ = ["CheckResult", "ValidationOutcome", "validate_outputs"]
