@@ -23,7 +23,7 @@ from windowlib.core.codec import decode, encode
 from windowlib.core.errors import ExecutionError
 from windowlib.core.functions import PENDING_MERGE, Context
 from windowlib.core.lateness import cleanup_time
-from windowlib.core.pane import PaneInfo, Timing, pane_timing
+from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.state import merge_into
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.core.triggers.base import TriggerResult
@@ -31,6 +31,9 @@ from windowlib.core.windows import window_from_data
 
 EVENT, PROCESSING = "event", "processing"
 _CONTINUE = TriggerResult.CONTINUE
+_FIRE, _PURGE, _FIRE_AND_PURGE = TriggerResult.FIRE, TriggerResult.PURGE, \
+    TriggerResult.FIRE_AND_PURGE
+_ON_TIME = Timing.ON_TIME
 _TIMER_LIMIT = 1_000_000
 RESERVED_COLUMNS = frozenset({"window_start", "window_end", "pane_index", "timing", "is_final",
                               "retract", "watermark", "processing_time", "run_id"})
@@ -85,13 +88,56 @@ class WindowRecord:
                    decode(d["last"]), pending=bool(d.get("pending", False)))
 
 
+class _Plan:
+    """What the hot paths read from a ``PipelineLogic``, resolved once per logic object."""
+
+    __slots__ = ("assign", "discarding", "domain", "event_time", "lateness_ms", "logic",
+                 "on_element", "on_event_time", "on_processing_time", "retracting",
+                 "runner_add", "runner_clear", "skip_trigger_clear")
+
+    def __init__(self, logic: Any) -> None:
+        self.logic = logic
+        self.domain = logic.window_domain
+        self.event_time = logic.event_time
+        self.lateness_ms = logic.allowed_lateness_ms
+        self.retracting = logic.retracting
+        self.assign = logic.assigner.assign_windows
+        self.discarding = logic.accumulation == "discarding"
+        trigger = logic.trigger
+        self.on_element = trigger.on_element
+        self.on_event_time = trigger.on_event_time
+        self.on_processing_time = trigger.on_processing_time
+        # At cleanup the driver drops the window's trigger state and timers itself; a trigger
+        # whose clear() touches nothing else (built-ins say so) need not be called then.
+        self.skip_trigger_clear = bool(trigger.clear_is_local())
+        runner = logic.runner
+        self.runner_add = runner.add
+        self.runner_clear = runner.clear if runner.needs_clear else None
+
+
+_PLANS: dict[int, _Plan] = {}
+
+
+def _plan_of(logic: Any) -> _Plan:
+    plan = _PLANS.get(id(logic))
+    if plan is None or plan.logic is not logic:
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        plan = _PLANS[id(logic)] = _Plan(logic)  # the plan keeps logic alive: ids stay unique
+    return plan
+
+
 class _TriggerCtx:
     """The ``TriggerContext`` of one driver; ``window``/``record`` are set per callback."""
 
-    __slots__ = ("driver", "merge_sources", "owner", "record", "window")
+    __slots__ = ("clock", "driver", "event_timers", "merge_sources", "owner",
+                 "prefixed_children", "record", "window")
 
     def __init__(self, driver: KeyDriver) -> None:
         self.driver = driver
+        self.clock = driver.clock
+        self.event_timers = driver.timers[EVENT]
+        self.prefixed_children: dict = {}  # PrefixedContext.of reuses children through it
         self.window: Any = None
         self.record: WindowRecord | None = None
         self.merge_sources: list[dict] = []
@@ -99,13 +145,16 @@ class _TriggerCtx:
 
     @property
     def current_watermark(self) -> int:
-        return self.driver.clock.watermark
+        return self.clock.watermark
 
     @property
     def current_processing_time(self) -> int:
-        return self.driver.clock.processing_time
+        return self.clock.processing_time
 
     def register_event_time_timer(self, time: int) -> None:
+        owners = self.event_timers.get((time, self.window))
+        if owners is not None and "trigger" in owners:
+            return  # already registered (the common case for every element after the first)
         self.driver.timer_op(EVENT, time, "trigger", True, self.window, self.record)
 
     def register_processing_time_timer(self, time: int) -> None:
@@ -143,8 +192,9 @@ class KeyDriver:
         self.timers: dict[str, dict[tuple[int, Any], set[str]]] = {EVENT: {}, PROCESSING: {}}
         self.heaps: dict[str, list[tuple[int, Any]]] = {EVENT: [], PROCESSING: []}
         self.global_state: dict = {}
-        self._ctx = _TriggerCtx(self)
+        self._ctx = _TriggerCtx(self)  # after clock and timers: it keeps references to them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
+        self._plan = _plan_of(logic)
 
     # --- timers ---------------------------------------------------------------------------
     def timer_op(self, domain: str, time: int, owner: str, register: bool, window: Any,
@@ -183,18 +233,23 @@ class KeyDriver:
         step, fired = self._fired_in_step.get(domain, (None, 0))
         if step != clock_value:
             fired = 0
-        while heap and heap[0][0] <= now:
-            k = heapq.heappop(heap)
-            if timers.pop(k, None) is None:
-                continue
-            fired += 1
-            self._fired_in_step[domain] = (clock_value, fired)
-            if fired > _TIMER_LIMIT:
-                raise ExecutionError(
-                    f"key {self.key!r}: more than {_TIMER_LIMIT} timers fired in one step; "
-                    f"the trigger {self.logic.trigger!r} keeps re-registering timers at or "
-                    "before the current time", code="TIMER_LOOP")
-            self._on_timer(domain, k[0], k[1])
+        start = fired
+        pop, on_timer = heapq.heappop, self._on_timer
+        try:
+            while heap and heap[0][0] <= now:
+                k = pop(heap)
+                if timers.pop(k, None) is None:
+                    continue
+                fired += 1
+                if fired > _TIMER_LIMIT:
+                    raise ExecutionError(
+                        f"key {self.key!r}: more than {_TIMER_LIMIT} timers fired in one step; "
+                        f"the trigger {self.logic.trigger!r} keeps re-registering timers at or "
+                        "before the current time", code="TIMER_LOOP")
+                on_timer(domain, k[0], k[1])
+        finally:
+            if fired != start:
+                self._fired_in_step[domain] = (clock_value, fired)
 
     def advance_processing_time(self, until: int | None = None) -> None:
         """Step 1: fire processing-time timers up to ``clock.processing_time`` (or ``until``,
@@ -217,14 +272,15 @@ class KeyDriver:
         record.timers.discard((domain, time))
         ctx = self._ctx
         ctx.window, ctx.record = window, record
-        trigger = self.logic.trigger
+        plan = self._plan
         if domain == EVENT:
-            result = trigger.on_event_time(time, window, ctx)
+            result = plan.on_event_time(time, window, ctx)
         else:
-            result = trigger.on_processing_time(time, window, ctx)
+            result = plan.on_processing_time(time, window, ctx)
         if result is not _CONTINUE:
             self._act(window, record, result, domain, time)
-        if domain == self.logic.window_domain and time == self._cleanup_time(window):
+        if domain == plan.domain and time == cleanup_time(window.max_timestamp,
+                                                          plan.lateness_ms, plan.event_time):
             self._cleanup(window)
 
     # --- elements -------------------------------------------------------------------------
@@ -239,42 +295,45 @@ class KeyDriver:
     def process_element(self, row: dict, ts_ms: int) -> bool:
         """Step 2 for one element. Returns False when it was dropped for every window (it is
         then sent to the late output)."""
-        logic = self.logic
-        clock = self.clock
-        lateness, event_time = logic.allowed_lateness_ms, logic.event_time
+        plan = self._plan
+        watermark = self.clock.watermark
+        lateness, event_time = plan.lateness_ms, plan.event_time
         kept = False
-        for window in logic.assigner.assign_windows(row, ts_ms, clock.processing_time):
-            if self.merging is not None:
+        merging = self.merging
+        records, contents = self.records, self.contents
+        for window in plan.assign(row, ts_ms, self.clock.processing_time):
+            if merging is not None:
                 window = self._add_merging_window(window)
                 cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if event_time and cleanup_at <= clock.watermark:
+                if event_time and cleanup_at <= watermark:
                     self._retire(window)
                     continue
-                state_window = self.merging[window]
+                state_window = merging[window]
             else:
                 cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if event_time and cleanup_at <= clock.watermark:
+                if event_time and cleanup_at <= watermark:
                     continue
                 state_window = window
             kept = True
-            record = self.records.get(window)
-            if record is None:
-                record = self.records[window] = WindowRecord()
-            contents = self.contents
-            contents[state_window] = logic.runner.add(contents.get(state_window), row, ts_ms)
+            record = records.get(window)
+            # A live record always holds its cleanup timer (registered when the record is
+            # created, dropped only with the record), so only a new record needs one.
+            new = record is None
+            if new:
+                record = records[window] = WindowRecord()
+            contents[state_window] = plan.runner_add(contents.get(state_window), row, ts_ms)
             record.pending = True
             ctx = self._ctx
             ctx.window, ctx.record = window, record
-            result = logic.trigger.on_element(row, ts_ms, window, ctx)
+            result = plan.on_element(row, ts_ms, window, ctx)
             if result is not _CONTINUE:
                 self._act(window, record, result, None, 0)
-            if cleanup_at != MAX_TS:
-                owners = self.timers[logic.window_domain].get((cleanup_at, window))
+            if cleanup_at != MAX_TS and (new or merging is not None):
+                owners = self.timers[plan.domain].get((cleanup_at, window))
                 if owners is None or "cleanup" not in owners:
-                    self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, window,
-                                  record)
+                    self.timer_op(plan.domain, cleanup_at, "cleanup", True, window, record)
         if not kept:
-            self.sink.late_element(row, clock.watermark)
+            self.sink.late_element(row, self.clock.watermark)
         return kept
 
     # --- firing ---------------------------------------------------------------------------
@@ -283,32 +342,34 @@ class KeyDriver:
 
     def _act(self, window: Any, record: WindowRecord, result: TriggerResult,
              cause_domain: str | None, cause_time: int) -> None:
-        logic = self.logic
-        state_window = self._state_window(window)
+        state_window = window if self.merging is None else self.merging[window]
         emitted = False
-        if result.is_fire:
+        if result is _FIRE or result is _FIRE_AND_PURGE:
             contents = self.contents.get(state_window)
             emitted = self._emit(window, record, state_window, contents, cause_domain,
                                  cause_time)
-        if result.is_purge or (emitted and logic.accumulation == "discarding"):
+        if (result is _PURGE or result is _FIRE_AND_PURGE
+                or (emitted and self._plan.discarding)):
             self.contents.pop(state_window, None)
 
     def _emit(self, window: Any, record: WindowRecord, state_window: Any, contents: Any,
               cause_domain: str | None, cause_time: int, end_of_input: bool = False) -> bool:
         logic = self.logic
-        clock = self.clock
-        domain = logic.window_domain
-        by_clock = cause_domain == domain or end_of_input
-        caused_by_end = by_clock and cause_time >= window.max_timestamp
-        now = cause_time if by_clock else (
-            clock.watermark if logic.event_time else clock.processing_time)
-        timing = pane_timing(window.max_timestamp, now, record.on_time_emitted, caused_by_end)
-        if contents is None and not (timing is Timing.ON_TIME and logic.fire_empty_on_time):
+        plan = self._plan
+        max_ts = window.max_timestamp
+        by_clock = cause_domain == plan.domain or end_of_input
+        caused_by_end = by_clock and cause_time >= max_ts
+        if by_clock:
+            now = cause_time
+        else:
+            now = self.clock.watermark if plan.event_time else self.clock.processing_time
+        timing = pane_timing(max_ts, now, record.on_time_emitted, caused_by_end)
+        if contents is None and not (timing is _ON_TIME and logic.fire_empty_on_time):
             return False
-        is_last = end_of_input or (by_clock and cause_time == self._cleanup_time(window))
+        is_last = end_of_input or (by_clock and cause_time == cleanup_time(
+            max_ts, plan.lateness_ms, plan.event_time))
         index = record.pane_index
-        pane = PaneInfo(index, timing, index == 0, is_last)
-        context = Context(self, window, record, pane)
+        context = Context(self, window, record, pane_info(index, timing, is_last))
         runner = logic.runner
         evictor = logic.evictor
         if evictor is not None:
@@ -321,16 +382,19 @@ class KeyDriver:
             self.contents[state_window] = elements or None
         else:
             results = runner.results(self.key_arg, window, context, contents)
-        if logic.retracting and record.last_rows:
+        retracting = plan.retracting
+        if retracting and record.last_rows:
             self._retract(record)
-        rows = [self._row(window, index, timing, r, is_last) for r in results]
+        row_of = self._row
+        rows = [row_of(window, index, timing, r, is_last) for r in results]
+        firing = self.sink.firing
         for row in rows:
-            self.sink.firing(row)
-        if logic.retracting:
+            firing(row)
+        if retracting:
             record.last_rows = rows
         record.pane_index = index + 1
         record.pending = False
-        if timing is Timing.ON_TIME:
+        if timing is _ON_TIME:
             record.on_time_emitted = True
         return True
 
@@ -341,17 +405,22 @@ class KeyDriver:
         row["window_start"] = window.start
         row["window_end"] = window.end
         row["pane_index"] = index
-        row["timing"] = timing.value
-        for name, value in result.items():
-            if name in RESERVED_COLUMNS:
-                raise ExecutionError(
-                    f"the window function returned a column named {name!r}, which windowlib "
-                    f"sets itself; rename it (reserved: {', '.join(sorted(RESERVED_COLUMNS))})",
-                    code="RESULT_COLUMN_CONFLICT")
-            if name not in logic.key_column_set:
-                row[name] = value
+        row["timing"] = timing._value_  # plain attribute; ``.value`` is a slow descriptor
+        if not RESERVED_COLUMNS.isdisjoint(result):
+            name = next(n for n in result if n in RESERVED_COLUMNS)
+            raise ExecutionError(
+                f"the window function returned a column named {name!r}, which windowlib "
+                f"sets itself; rename it (reserved: {', '.join(sorted(RESERVED_COLUMNS))})",
+                code="RESULT_COLUMN_CONFLICT")
+        keys = logic.key_column_set
+        if keys.isdisjoint(result):
+            row.update(result)
+        else:
+            for name, value in result.items():
+                if name not in keys:
+                    row[name] = value
         row["is_final"] = is_last
-        if logic.retracting:
+        if self._plan.retracting:
             row["retract"] = False
         return row
 
@@ -451,15 +520,18 @@ class KeyDriver:
         record = self.records.pop(window, None)
         if record is None:
             return
-        ctx = self._ctx
-        ctx.window, ctx.record = window, record
-        self.logic.trigger.clear(window, ctx)
+        plan = self._plan
+        if not plan.skip_trigger_clear:
+            ctx = self._ctx
+            ctx.window, ctx.record = window, record
+            self.logic.trigger.clear(window, ctx)
         self._drop_timers(window, record)
         state_window = self._state_window(window)
         self.contents.pop(state_window, None)
         if self.merging is not None:
             self.merging.pop(window, None)
-        self.logic.runner.clear(self.key_arg, Context(self, window, record, None))
+        if plan.runner_clear is not None:
+            plan.runner_clear(self.key_arg, Context(self, window, record, None))
 
     def finish(self) -> None:
         """End of input (SPEC §1): the clocks go to +inf and fire what that fires (time

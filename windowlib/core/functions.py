@@ -247,9 +247,20 @@ class FunctionRunner:
             return [{}]
         return [_single(result)]
 
-    def clear(self, key: Any, context: Context) -> None:
+    @property
+    def needs_clear(self) -> bool:
+        """False when ``clear`` would do nothing (no function, or the inherited no-op
+        ``ProcessWindowFunction.clear``), so the driver need not build a context for it."""
+        clear = self._clear_fn()
+        return clear is not None and getattr(clear, "__func__", None) is not \
+            ProcessWindowFunction.clear
+
+    def _clear_fn(self) -> Any:
         target = self.spec.fn if self.spec.kind == "process" else self.spec.process_fn
-        clear = getattr(target, "clear", None)
+        return getattr(target, "clear", None)
+
+    def clear(self, key: Any, context: Context) -> None:
+        clear = self._clear_fn()
         if clear is not None:
             clear(context)
 

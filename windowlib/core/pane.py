@@ -35,6 +35,20 @@ class PaneInfo:
     is_last: bool
 
 
+_PANES: dict[tuple[int, str, bool], PaneInfo] = {}
+
+
+def pane_info(index: int, timing: Timing, is_last: bool) -> PaneInfo:
+    """``PaneInfo(index, timing, index == 0, is_last)``, shared for small indices (immutable)."""
+    key = (index, timing._value_, is_last)  # enum hashing is slow; its value is a str
+    pane = _PANES.get(key)
+    if pane is None:
+        pane = PaneInfo(index, timing, index == 0, is_last)
+        if index < 64:
+            _PANES[key] = pane
+    return pane
+
+
 def pane_timing(max_timestamp: int, clock: int, on_time_emitted: bool,
                 caused_by_end_timer: bool) -> Timing:
     """Classify a firing; see the module docstring."""

@@ -14,6 +14,9 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError, ExecutionError
 
+_PREFIXED: dict[tuple[int, str], tuple[StateDescriptor, StateDescriptor]] = {}
+_PREFIXED_LIMIT = 4096
+
 
 @dataclass(frozen=True)
 class StateDescriptor:
@@ -27,8 +30,17 @@ class StateDescriptor:
                                   code="ARGUMENT_INVALID")
 
     def prefixed(self, prefix: str) -> StateDescriptor:
-        """The same descriptor in a child namespace (composite triggers use this)."""
-        return replace(self, name=f"{prefix}/{self.name}")
+        """The same descriptor in a child namespace (composite triggers use this). Equal
+        arguments give the same (cached) object: descriptors are immutable."""
+        entry = _PREFIXED.get((id(self), prefix))
+        if entry is not None and entry[0] is self:
+            return entry[1]
+        out = replace(self, name=f"{prefix}/{self.name}")
+        if len(_PREFIXED) >= _PREFIXED_LIMIT:
+            _PREFIXED.clear()  # descriptors built on the fly must not grow the cache forever
+        # the entry keeps ``self`` alive, so its id cannot be reused while cached
+        _PREFIXED[(id(self), prefix)] = (self, out)
+        return out
 
     def handle(self, store: dict) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError

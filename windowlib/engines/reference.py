@@ -247,7 +247,21 @@ class ReferenceEngine:
 
 def _key_order(key: tuple) -> str:
     """A total, process-independent order of keys (timers due at the same time fire in it)."""
-    return json.dumps([encode(v) for v in key], sort_keys=True, default=repr)
+    # cached only for str/int keys: equal keys of other types (1, 1.0, True) encode apart
+    cacheable = all(type(v) is str or type(v) is int for v in key)
+    if cacheable:
+        order = _KEY_ORDERS.get(key)
+        if order is not None:
+            return order
+    order = json.dumps([encode(v) for v in key], sort_keys=True, default=repr)
+    if cacheable:
+        if len(_KEY_ORDERS) >= 100_000:
+            _KEY_ORDERS.clear()
+        _KEY_ORDERS[key] = order
+    return order
+
+
+_KEY_ORDERS: dict[tuple, str] = {}
 
 
 def timestamp_problem(value: Any) -> str | None:

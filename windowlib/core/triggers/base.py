@@ -21,13 +21,18 @@ class TriggerResult(enum.Enum):
     PURGE = (False, True)
     FIRE_AND_PURGE = (True, True)
 
+    # identity tests: reading an enum member's ``value`` is slow on the hot path
     @property
     def is_fire(self) -> bool:
-        return self.value[0]
+        return self is _FIRE or self is _FIRE_AND_PURGE
 
     @property
     def is_purge(self) -> bool:
-        return self.value[1]
+        return self is _PURGE or self is _FIRE_AND_PURGE
+
+
+_FIRE, _PURGE, _FIRE_AND_PURGE = TriggerResult.FIRE, TriggerResult.PURGE, \
+    TriggerResult.FIRE_AND_PURGE
 
 
 class TriggerContext(Protocol):
@@ -95,6 +100,20 @@ class Trigger:
     def clear(self, window: Any, ctx: TriggerContext) -> None:
         return None
 
+    def clear_is_local(self) -> bool:
+        """True when ``clear`` does nothing but delete this trigger's timers and state of the
+        window: its class's ``clear`` is one registered with ``local_clear`` (the built-ins'
+        and the base no-op) and so are its nested triggers'. The driver then skips ``clear``
+        when a window is cleaned up (cleanup deletes the window's timers and trigger state
+        anyway); it still calls it when windows merge. A user trigger overriding ``clear`` is
+        therefore always called."""
+        return type(self).clear in _LOCAL_CLEARS and all(
+            child.clear_is_local() for child in self.nested_triggers())
+
+    def nested_triggers(self) -> tuple[Trigger, ...]:
+        """The triggers this one delegates to (composites override it)."""
+        return ()
+
     def describe(self) -> dict:
         """Canonical, JSON-able configuration (used for fingerprints and docs)."""
         from windowlib.core.describe import describe_object
@@ -105,6 +124,16 @@ class Trigger:
         return f"{type(self).__name__}()"
 
 
+_LOCAL_CLEARS: set = {Trigger.clear}
+
+
+def local_clear(*classes: type) -> None:
+    """Declare that each class's own ``clear`` only deletes its timers and state (see
+    ``Trigger.clear_is_local``). For windowlib's built-in triggers only."""
+    for cls in classes:
+        _LOCAL_CLEARS.add(cls.__dict__["clear"])
+
+
 class PrefixedContext:
     """A child's view of a ``TriggerContext``: state names and timer ownership get a prefix.
 
@@ -112,11 +141,25 @@ class PrefixedContext:
     child state the same way).
     """
 
-    __slots__ = ("_owner", "_parent")
+    __slots__ = ("_owner", "_parent", "prefixed_children")
 
     def __init__(self, parent: Any, prefix: str) -> None:
         self._parent = parent._parent if isinstance(parent, PrefixedContext) else parent
         self._owner = f"{getattr(parent, 'owner', 'trigger')}.{prefix}"
+        self.prefixed_children: dict[str, PrefixedContext] = {}
+
+    @classmethod
+    def of(cls, parent: Any, prefix: str) -> PrefixedContext:
+        """``PrefixedContext(parent, prefix)``, reused when ``parent`` offers a
+        ``prefixed_children`` dict (the driver's context and every ``PrefixedContext`` do).
+        Sharing is safe: a prefixed context holds nothing but its root and its owner name."""
+        children = getattr(parent, "prefixed_children", None)
+        if children is None:
+            return cls(parent, prefix)
+        ctx = children.get(prefix)
+        if ctx is None:
+            ctx = children[prefix] = cls(parent, prefix)
+        return ctx
 
     @property
     def owner(self) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from windowlib.core.errors import DefinitionError
 from windowlib.core.state import ReducingStateDescriptor, ValueStateDescriptor
 from windowlib.core.time import MAX_TS, duration_ms
-from windowlib.core.triggers.base import Trigger, TriggerResult
+from windowlib.core.triggers.base import Trigger, TriggerResult, local_clear
 
 CONTINUE, FIRE = TriggerResult.CONTINUE, TriggerResult.FIRE
 _COUNT = ReducingStateDescriptor("count", operator.add)
@@ -153,6 +153,9 @@ class PurgingTrigger(Trigger):
 
     def clear(self, window, ctx) -> None:
         self.nested.clear(window, ctx)
+
+    def nested_triggers(self) -> tuple[Trigger, ...]:
+        return (self.nested,)
 
     def __repr__(self) -> str:
         return f"PurgingTrigger.of({self.nested!r})"
@@ -318,3 +321,7 @@ class NeverTrigger(Trigger):
 
     def on_merge(self, window, ctx) -> None:
         return None
+
+
+local_clear(EventTimeTrigger, ProcessingTimeTrigger, CountTrigger, PurgingTrigger,
+            ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger, DeltaTrigger)

@@ -16,7 +16,7 @@ from typing import Any
 from windowlib.core.errors import DefinitionError
 from windowlib.core.state import ReducingStateDescriptor, ValueStateDescriptor
 from windowlib.core.time import duration_ms
-from windowlib.core.triggers.base import PrefixedContext, Trigger, TriggerResult
+from windowlib.core.triggers.base import PrefixedContext, Trigger, TriggerResult, local_clear
 from windowlib.core.triggers.classic import (
     CountTrigger,
     EventTimeTrigger,
@@ -30,11 +30,15 @@ _DONE = ValueStateDescriptor("done")
 _PASSED = ValueStateDescriptor("end-passed")
 
 
+_DSL_METHOD = {k: f"_fired_on_{k}" for k in ("element", "event_time", "processing_time")}
+_CLASSIC_METHOD = {k: f"on_{k}" for k in ("element", "event_time", "processing_time")}
+
+
 def _child_fired(child: Trigger, kind: str, ctx: Any, *args: Any) -> bool:
     """Call a child (DSL or classic) and tell whether it fired."""
     if isinstance(child, DslTrigger):
-        return getattr(child, f"_fired_on_{kind}")(*args, ctx)
-    return getattr(child, f"on_{kind}")(*args, ctx).is_fire
+        return getattr(child, _DSL_METHOD[kind])(*args, ctx)
+    return getattr(child, _CLASSIC_METHOD[kind])(*args, ctx).is_fire
 
 
 def _restart(child: Trigger, window: Any, ctx: Any) -> None:
@@ -190,7 +194,8 @@ class _Composite(DslTrigger):
     children: tuple[Trigger, ...] = ()
 
     def _ctxs(self, ctx) -> list[PrefixedContext]:
-        return [PrefixedContext(ctx, str(i)) for i in range(len(self.children))]
+        of = PrefixedContext.of
+        return [of(ctx, str(i)) for i in range(len(self.children))]
 
     def _fire(self, kind: str, args: tuple, ctx) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -215,6 +220,9 @@ class _Composite(DslTrigger):
     def clear(self, window, ctx) -> None:
         for child, cctx in zip(self.children, self._ctxs(ctx)):
             child.clear(window, cctx)
+
+    def nested_triggers(self) -> tuple[Trigger, ...]:
+        return self.children
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(map(repr, self.children))})"
@@ -292,11 +300,12 @@ class AfterEndOfWindow(DslTrigger):
 
     # phase: the window's end has passed once this flag is set (or the clock is past it).
     def _passed(self, window, ctx) -> bool:
-        if ctx.get_state(_PASSED).value():
+        state = ctx.get_state(_PASSED)
+        if state.value():
             return True
         now = ctx.current_watermark if self.event_time else ctx.current_processing_time
         if window.max_timestamp <= now:
-            ctx.get_state(_PASSED).update(True)
+            state.update(True)
             return True
         return False
 
@@ -309,10 +318,10 @@ class AfterEndOfWindow(DslTrigger):
              else ctx.delete_processing_time_timer)(t)
 
     def _early_ctx(self, ctx) -> PrefixedContext:
-        return PrefixedContext(ctx, "early")
+        return PrefixedContext.of(ctx, "early")
 
     def _late_ctx(self, ctx) -> PrefixedContext:
-        return PrefixedContext(ctx, "late")
+        return PrefixedContext.of(ctx, "late")
 
     def _fired_on_element(self, element, timestamp, window, ctx) -> bool:
         if self._passed(window, ctx):
@@ -327,10 +336,11 @@ class AfterEndOfWindow(DslTrigger):
                             element, timestamp, window)
 
     def _on_time(self, kind: str, time: int, window, ctx) -> bool:
-        passed = ctx.get_state(_PASSED).value()
+        state = ctx.get_state(_PASSED)
+        passed = state.value()
         domain_matches = (kind == "event_time") == self.event_time
         if not passed and domain_matches and time >= window.max_timestamp:
-            ctx.get_state(_PASSED).update(True)
+            state.update(True)
             if self.early is not None:
                 self.early.clear(window, self._early_ctx(ctx))
             return True
@@ -365,6 +375,9 @@ class AfterEndOfWindow(DslTrigger):
             self.early.on_merge(window, self._early_ctx(ctx))
         if self.late is not None:
             self.late.on_merge(window, self._late_ctx(ctx))
+
+    def nested_triggers(self) -> tuple[Trigger, ...]:
+        return tuple(c for c in (self.early, self.late) if c is not None)
 
     def clear(self, window, ctx) -> None:
         self._end_timer(window, ctx, False)
@@ -420,6 +433,8 @@ def all_of(*children: Trigger) -> All:
         raise DefinitionError("All needs at least one trigger", code="ARGUMENT_INVALID")
     return All(children=tuple(_as_trigger(c, "All's argument") for c in children))
 
+
+local_clear(CountAtLeast, AfterFirstElement, _Composite, All, AfterEndOfWindow)
 
 # FLIP-9 entry points on Flink's trigger classes.
 CountTrigger.at_least = staticmethod(_count_at_least)  # type: ignore[attr-defined]

@@ -486,6 +486,7 @@ class _Walker:
         self.n_results = len(config.result_names)
         self.skip_in_json = frozenset(key_columns) | {
             "window_start", "window_end", "pane_index", "timing", "is_final", "retract"}
+        self.allowed_result_keys = self.skip_in_json | set(config.result_names)
         self.retracting = self.logic.retracting
         self.no_keys = (None,) * len(key_columns)
         # per key
@@ -522,8 +523,8 @@ class _Walker:
             results: tuple = (json.dumps(encode(payload), separators=(",", ":")),)
         else:
             results = tuple(row.get(name) for name in self.result_names)
-            if mode == "schema":
-                extra = set(row) - self.skip_in_json - set(self.result_names)
+            if mode == "schema" and not self.allowed_result_keys.issuperset(row):
+                extra = set(row) - self.allowed_result_keys
                 if extra:
                     raise ExecutionError(
                         f"the window function returned columns {sorted(extra)} that are not "

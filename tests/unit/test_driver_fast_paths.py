@@ -1,0 +1,145 @@
+"""The driver's internal fast paths keep the documented behaviour: which trigger ``clear`` calls
+may be skipped at cleanup, when a window function's ``clear`` runs, cached prefixed contexts
+and descriptors, shared pane metadata, and the one cleanup timer per live window."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, replace
+
+import pytest
+
+import windowlib as wl
+from windowlib.core.driver import Clock, KeyDriver, Sink
+from windowlib.core.pane import PaneInfo, Timing, pane_info
+from windowlib.core.state import ReducingStateDescriptor
+from windowlib.core.triggers.base import PrefixedContext, Trigger, TriggerResult
+from windowlib.engines.reference import ReferenceEngine, _key_order
+
+pytestmark = pytest.mark.unit
+
+CALLS: list[tuple] = []  # what the test triggers and functions below were asked to do
+
+
+@dataclass(frozen=True)
+class ClearRecordingTrigger(wl.EventTimeTrigger):
+    """A user subclass that overrides ``clear``: it must keep being called at cleanup."""
+
+    def clear(self, window, ctx) -> None:
+        CALLS.append(("trigger.clear", window.start))
+        super().clear(window, ctx)
+
+
+class ClearRecordingFunction(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield {"n": len(elements)}
+
+    def clear(self, context) -> None:
+        CALLS.append(("fn.clear", context.window.start, context.pane))
+
+
+class PlainFunction(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield {"n": len(elements)}
+
+
+def pipeline(trigger=None, fn=None, lateness=0) -> wl.Pipeline:
+    p = (wl.Pipeline("fast", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10)).allowed_lateness(lateness))
+    if trigger is not None:
+        p = p.trigger(trigger)
+    return p.process(fn or PlainFunction())
+
+
+def test_builtin_triggers_declare_local_clear_and_overriding_clear_withdraws_it():
+    early = wl.EventTimeTrigger.after_end_of_window().with_early_trigger(
+        wl.CountTrigger.at_least(5))
+    for trigger in (wl.EventTimeTrigger.create(), wl.CountTrigger.of(3), early,
+                    wl.PurgingTrigger.of(wl.CountTrigger.of(2)),
+                    wl.ContinuousEventTimeTrigger.of(5)):
+        assert trigger.clear_is_local(), trigger
+    assert not ClearRecordingTrigger().clear_is_local()
+    assert not wl.PurgingTrigger.of(ClearRecordingTrigger()).clear_is_local()
+    assert not wl.EventTimeTrigger.after_end_of_window().with_early_trigger(
+        ClearRecordingTrigger()).clear_is_local()
+
+
+def test_user_trigger_clear_still_runs_once_per_window_at_cleanup():
+    CALLS.clear()
+    engine = ReferenceEngine(pipeline(trigger=ClearRecordingTrigger(), lateness=5))
+    engine.process_bundle([{"key": "a", "ts": 1}, {"key": "a", "ts": 12}], watermark=100)
+    assert sorted(c for c in CALLS if c[0] == "trigger.clear") == [
+        ("trigger.clear", 0), ("trigger.clear", 10)]
+
+
+def test_function_clear_runs_at_cleanup_only_when_overridden():
+    CALLS.clear()
+    engine = ReferenceEngine(pipeline(fn=ClearRecordingFunction()))
+    engine.process_bundle([{"key": "a", "ts": 1}], watermark=50)
+    assert CALLS == [("fn.clear", 0, None)]
+    assert pipeline(fn=ClearRecordingFunction()).compile().runner.needs_clear
+    assert not pipeline(fn=PlainFunction()).compile().runner.needs_clear
+
+
+def test_each_live_window_holds_exactly_one_cleanup_timer():
+    p = pipeline(lateness=100)
+    driver = KeyDriver(p.compile(), ("a",), Clock(), Sink())
+    for ts in (1, 2, 3, 15, 4):
+        driver.process_element({"key": "a", "ts": ts}, ts)
+    cleanup = sorted((t, w) for domain, t, w, owners in driver.snapshot()["timers"]
+                     if "cleanup" in owners)
+    assert cleanup == [(109, [0, 10]), (119, [10, 20])]
+    driver.clock.watermark = 109
+    driver.advance_watermark()
+    assert [w.start for w in driver.records] == [10]
+    driver.process_element({"key": "a", "ts": 16}, 16)
+    assert [(t, w) for _, t, w, o in driver.snapshot()["timers"] if "cleanup" in o] == [
+        (119, [10, 20])]
+
+
+def test_prefixed_contexts_are_shared_per_parent_and_prefix():
+    driver = KeyDriver(pipeline().compile(), ("a",), Clock(), Sink())
+    root = driver._ctx
+    early = PrefixedContext.of(root, "early")
+    assert early is PrefixedContext.of(root, "early")
+    assert early.owner == "trigger.early"
+    nested = PrefixedContext.of(early, "0")
+    assert nested is PrefixedContext.of(early, "0") and nested.owner == "trigger.early.0"
+    assert PrefixedContext.of(object(), "x").owner == "trigger.x"  # foreign parents: no cache
+
+
+def test_prefixed_descriptors_equal_a_fresh_copy_and_are_reused():
+    d = ReducingStateDescriptor("count", operator.add)
+    p = d.prefixed("trigger.early")
+    assert p == replace(d, name="trigger.early/count")
+    assert d.prefixed("trigger.early") is p
+    assert d.prefixed("trigger.late").name == "trigger.late/count"
+
+
+def test_shared_pane_info_equals_a_fresh_one():
+    for index in (0, 1, 63, 64, 1000):
+        for timing in Timing:
+            for last in (False, True):
+                assert pane_info(index, timing, last) == PaneInfo(index, timing, index == 0,
+                                                                  last)
+
+
+def test_trigger_result_flags():
+    flags = {r: (r.is_fire, r.is_purge) for r in TriggerResult}
+    assert flags == {TriggerResult.CONTINUE: (False, False), TriggerResult.FIRE: (True, False),
+                     TriggerResult.PURGE: (False, True),
+                     TriggerResult.FIRE_AND_PURGE: (True, True)}
+
+
+def test_cached_key_order_keeps_equal_keys_of_different_types_apart():
+    assert _key_order((1,)) == _key_order((1,)) == "[1]"
+    assert _key_order((True,)) == "[true]"
+    assert _key_order(("a", 2)) == '["a", 2]'
+
+
+def test_a_trigger_without_clear_override_is_local():
+    class Quiet(Trigger):
+        def on_element(self, element, timestamp, window, ctx):
+            return TriggerResult.FIRE
+
+    assert Quiet().clear_is_local()
