@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
 import os
 import re
@@ -104,31 +103,15 @@ def _session() -> Any:
 
 
 def run(resolved: dict[str, Any]) -> Any:
-    """Call ``windowlib.run_incremental`` for the resolved plan; returns its summary."""
-    import windowlib as wl
+    """One incremental run (or a rebuild over the range) of the resolved job; its summary."""
+    from windowlib.runs.operations import backfill_job, run_job
 
-    run_incremental = getattr(wl, "run_incremental", None)
-    if run_incremental is None:
-        raise WindowlibError("windowlib.run_incremental is not available in this build",
-                             code="NOT_IMPLEMENTED")
-    job = resolved["job"]
-    kwargs: dict[str, Any] = {
-        "source": job.source_for(resolved["root"]), "checkpoint": resolved["checkpoint"],
-        "output": resolved["output"], "partitions": resolved["partitions"],
-        "watermark": job.watermark}
-    params = inspect.signature(run_incremental).parameters
-    optional = {"result_schema": job.result_schema, "rebuild": resolved["rebuild"]}
-    for name, value in optional.items():
-        if name in params and value not in (None, False):
-            kwargs[name] = value
-    if resolved["rebuild"] and "rebuild" not in params:
-        raise DefinitionError("this windowlib build cannot rebuild state (no rebuild= in "
-                              "run_incremental)", code="ARGUMENT_INVALID")
-    if "spark" in params:
-        kwargs["spark"] = _session()
-    else:
-        _session()
-    return run_incremental(job.pipeline, **kwargs)
+    job, root, parts = resolved["job"], resolved["root"], resolved["partitions"]
+    spark = _session()
+    if resolved["rebuild"]:
+        first, last = parts or (None, None)
+        return backfill_job(job, root, first, last, rebuild=True, spark=spark)
+    return run_job(job, root, partitions=parts, spark=spark)
 
 
 def summary_dict(summary: Any) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""``jobs/run_pipeline.py``: argument handling, exit codes and error messages (the end-to-end
-run against ``windowlib.run_incremental`` is tested with the incremental runs)."""
+"""``jobs/run_pipeline.py``: argument handling, exit codes and error messages (the real runs
+are in ``test_jobs_run_pipeline_spark.py``)."""
 
 from __future__ import annotations
 
@@ -77,51 +77,3 @@ def test_exit_code_classification():
     assert run_pipeline.is_user_error(StateError("x", code="FINGERPRINT_MISMATCH"))
     assert not run_pipeline.is_user_error(StateError("x", code="CHECKPOINT_CONFLICT"))
     assert not run_pipeline.is_user_error(ExecutionError("x", code="FUNCTION_FAILED"))
-
-
-def test_run_passes_the_job_to_run_incremental(monkeypatch, tmp_path, capsys):
-    """The call shape of SPEC §9, observed through a recording stand-in for the not yet
-    merged ``run_incremental`` and for the session (no Spark needed)."""
-    import windowlib as wl
-
-    calls = []
-
-    def fake_run_incremental(pipeline, source, checkpoint, output, partitions=None,
-                             watermark=None):
-        calls.append((pipeline, source, checkpoint, output, partitions, watermark))
-        return {"run_id": "r1", "version": 3, "inputs": 10}
-
-    monkeypatch.setattr(wl, "run_incremental", fake_run_incremental, raising=False)
-    monkeypatch.setattr(run_pipeline, "_session", lambda: None)
-    monkeypatch.setattr("jobs.registry.SourceSpec.source_for",
-                        lambda self, root: ("source", self.uri(root)))
-    root = tmp_path.as_uri()
-    assert run_pipeline.main(["--pipeline", "flights_daily_ny", "--root", root, "--first",
-                              "2013-03-10T00", "--last", "2013-03-10T23", "--json"]) == 0
-    (pipeline, source, checkpoint, output, partitions, watermark), = calls
-    from jobs.registry import get
-
-    job = get("flights_daily_ny")
-    assert pipeline is job.pipeline and watermark is job.watermark
-    assert source == ("source", f"{root}/data/flights")
-    assert (checkpoint, output) == job.locations(root)
-    assert partitions == ("2013-03-10T00", "2013-03-10T23")
-    assert json.loads(capsys.readouterr().out) == {"run_id": "r1", "version": 3, "inputs": 10}
-    # --rebuild needs run_incremental(rebuild=...): refused clearly when it is missing
-    assert run_pipeline.main(["--pipeline", "flights_daily_ny", "--root", root,
-                              "--rebuild"]) == 2
-    assert "[ARGUMENT_INVALID]" in capsys.readouterr().err
-
-
-def test_a_failing_run_exits_1_with_its_code(monkeypatch, tmp_path, capsys):
-    import windowlib as wl
-
-    def conflict(*args, **kwargs):
-        raise StateError("another run holds flights_rotations", code="CHECKPOINT_CONFLICT")
-
-    monkeypatch.setattr(wl, "run_incremental", conflict, raising=False)
-    monkeypatch.setattr(run_pipeline, "_session", lambda: None)
-    monkeypatch.setattr("jobs.registry.SourceSpec.source_for", lambda self, root: None)
-    assert run_pipeline.main(["--pipeline", "flights_rotations", "--root",
-                              tmp_path.as_uri()]) == 1
-    assert capsys.readouterr().err.startswith("[CHECKPOINT_CONFLICT]")
