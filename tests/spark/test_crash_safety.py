@@ -64,7 +64,7 @@ def test_killed_run_then_rerun_equals_uninterrupted(spark, tmp_path, expected, f
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     committed = fault == "after_commit"
     if not committed:
-        with pytest.raises(Exception, match="OUTPUT_NOT_FOUND|no committed run"):
+        with pytest.raises(Exception, match=r"OUTPUT_NOT_FOUND|no committed run"):
             read_firings(job.locations(uri)[1], spark=spark).count()
     rerun = run_job(job, uri, spark=spark, validate=False)
     assert rerun.status == ("nothing_new" if committed else "published")
