@@ -1,17 +1,22 @@
 """Spark general-path throughput against hand-written Spark SQL, in one process.
 
-Generates a synthetic clickstream in Spark (``--events`` events, ``--keys`` keys with a skewed
-distribution, hourly ``arrival_hour`` partitions, ~2 % of events arriving hours late), writes
-it to Parquet once, then times over the same Parquet (median of ``--repeat`` runs, warm
-session, ``noop`` sink so nothing is collected):
+Reads the synthetic clickstream of ``clickstream.py`` (generated once in Spark and cached under
+``--data``; ``--events`` events, ``--keys`` keys with a Zipf-like skew, 48 hourly
+``arrival_hour`` partitions, ~2 % of events hours late, ~0.5 % more than a day late) and times
+over the same Parquet (median of ``--repeat`` runs, warm session, ``noop`` sink so nothing is
+collected):
 
 - native: ``groupBy(key, window(ts, '5 minutes')).agg(sum, count)`` — the hand-written baseline;
 - general path, declarative: tumbling 5 min ``sum`` + ``count``, default trigger, 1 h lateness,
   ``BoundedOutOfOrderness(10 min)``, all three outputs (firings, late, rejects);
 - general path, Python: the same window with a ``ProcessWindowFunction`` and an early
-  ``CountTrigger.at_least(5)``.
+  ``CountTrigger.at_least(5)``;
+- ``--hour``: the same three over one hourly partition (one bundle, ~100k distinct keys at the
+  default size), where the fixed cost per key and per Python call dominates.
 
     .venv/bin/python benchmarks/spark_general_path.py [--events N] [--keys K] [--repeat R]
+        [--data DIR] [--cases native,declarative,python] [--hour 2024-03-01T05]
+        [--result-schema]
 """
 
 from __future__ import annotations
@@ -20,16 +25,22 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from clickstream import ensure_clickstream
+
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
+
+CASES = ("native", "declarative", "python")
+RESULT_SCHEMA = "n long, total long, pane long"
 
 
 class Summary(wl.ProcessWindowFunction):
@@ -38,29 +49,6 @@ class Summary(wl.ProcessWindowFunction):
         for e in elements:
             total += e["value"]
         yield {"n": len(elements), "total": total, "pane": context.pane.index}
-
-
-def generate(spark, path: str, events: int, keys: int) -> None:
-    from pyspark.sql import functions as F
-
-    hours = 48
-    span_s = hours * 3600
-    df = (spark.range(events)
-          # skewed keys: the square of a uniform number favours small key ids
-          .withColumn("u", F.rand(11))
-          .withColumn("key", F.concat(F.lit("user"), (F.col("u") * F.col("u") * keys)
-                                      .cast("int").cast("string")))
-          .withColumn("ts_s", (F.col("id") * span_s / events).cast("long")
-                      - (F.rand(12) * 120).cast("long"))
-          .withColumn("late_s", F.when(F.rand(13) < 0.02, (F.rand(14) * 6 * 3600).cast("long"))
-                      .otherwise(F.lit(0)))
-          .withColumn("ts", F.timestamp_seconds(F.lit(1_709_251_200) + F.col("ts_s")))
-          .withColumn("arrival_hour", F.date_format(
-              F.timestamp_seconds(F.lit(1_709_251_200) + F.col("ts_s") + F.col("late_s")
-                                  + F.lit(60)), "yyyy-MM-dd'T'HH"))
-          .withColumn("value", (F.col("id") % 100).cast("long"))
-          .select("key", "ts", "value", "arrival_hour"))
-    df.write.mode("overwrite").parquet(path)
 
 
 def timed(fn, repeat: int) -> float:
@@ -72,62 +60,107 @@ def timed(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def pipelines() -> dict:
+    declarative = (wl.Pipeline("bench", timestamp="ts").key_by("key")
+                   .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
+                   .allowed_lateness(wl.Time.hours(1))
+                   .aggregate(wl.aggregates.sum("value").alias("total"),
+                              wl.aggregates.count()))
+    python = (wl.Pipeline("bench_py", timestamp="ts").key_by("key")
+              .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
+              .trigger(wl.EventTimeTrigger.after_end_of_window()
+                       .with_early_trigger(wl.CountTrigger.at_least(5)))
+              .allowed_lateness(wl.Time.hours(1))
+              .process(Summary()))
+    return {"declarative": declarative, "python": python}
+
+
+def bench(spark, frame, label: str, cases: list[str], repeat: int,
+          result_schema: bool = False) -> None:
+    """Time ``cases`` over ``frame()`` (a fresh read each run) and print one line each."""
+    from pyspark.sql import functions as F
+
+    n = frame().count()
+    keys = frame().select("key").distinct().count()
+    print(f"{label}: {n:,} events, {keys:,} distinct keys, median of {repeat}")
+
+    def native():
+        (frame().groupBy("key", F.window("ts", "5 minutes"))
+         .agg(F.sum("value").alias("total"), F.count(F.lit(1)).alias("n"))
+         .write.format("noop").mode("overwrite").save())
+
+    def general(pipeline):
+        # typed result columns instead of result_json (the Python case only)
+        schema = RESULT_SCHEMA if result_schema and pipeline.name == "bench_py" else None
+
+        def run():
+            result = run_dataframe(pipeline, frame(), "arrival_hour",
+                                   watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                                   finalize=True, result_schema=schema, path="general")
+            result.general.tagged.write.format("noop").mode("overwrite").save()
+            result.unpersist()
+        return run
+
+    runs = {"native": native, **{k: general(p) for k, p in pipelines().items()}}
+    labels = {"native": "hand-written Spark SQL (groupBy key, window 5 min; sum, count)",
+              "declarative": "general path, declarative sum+count (all outputs)",
+              "python": "general path, ProcessWindowFunction + early count trigger"}
+    native()  # warm-up
+    t_native = timed(native, repeat)
+    print(f"  {labels['native']:<64}{t_native:7.2f} s {n / t_native:>12,.0f} events/s")
+    for case in cases:
+        if case == "native":
+            continue
+        t = timed(runs[case], repeat)
+        print(f"  {labels[case]:<64}{t:7.2f} s {n / t:>12,.0f} events/s   "
+              f"{t / t_native:5.1f}x native", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--data", default=None,
+                        help="clickstream directory (default: a cache under the temp dir)")
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--hour", default=None,
+                        help="also time one arrival_hour partition, e.g. 2024-03-01T05")
+    parser.add_argument("--result-schema", action="store_true",
+                        help=f"Python case: pass result_schema={RESULT_SCHEMA!r} (typed "
+                        "columns) instead of the default result_json")
+    parser.add_argument("--skip-full", action="store_true",
+                        help="time only the --hour partition")
     args = parser.parse_args()
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = set(cases) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases {sorted(unknown)}; choose from {', '.join(CASES)}")
 
-    from pyspark.sql import functions as F
+    import tempfile
 
     spark = get_or_create_session(app_name="windowlib-bench")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "events")
-        generate(spark, path, args.events, args.keys)
-        events = spark.read.parquet(path)
-        n = events.count()
-        bundles = events.select("arrival_hour").distinct().count()
-        print(f"{n:,} events, {args.keys:,} keys (skewed), {bundles} hourly bundles, "
-              f"local[2], median of {args.repeat}")
+    data = args.data or os.path.join(tempfile.gettempdir(), "windowlib-bench",
+                                     f"clickstream-e{args.events}-k{args.keys}")
+    t0 = time.perf_counter()
+    path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)
+    print(f"data: {path} (ready in {time.perf_counter() - t0:.1f} s); local[2]; "
+          f"windowlib from {os.path.dirname(wl.__file__)}")
+    if not args.skip_full:
+        bench(spark, lambda: spark.read.parquet(path), "all partitions", cases, args.repeat,
+              args.result_schema)
+    if args.hour:
+        hour = args.hour
+        if not hour.replace("-", "").replace("T", "").isdigit():
+            parser.error("--hour looks like 2024-03-01T05")
+        part = os.path.join(path, f"arrival_hour={hour}")
+        if not os.path.isdir(part):
+            parser.error(f"no partition {part}")
+        from pyspark.sql import functions as F
 
-        def native():
-            (spark.read.parquet(path)
-             .groupBy("key", F.window("ts", "5 minutes"))
-             .agg(F.sum("value").alias("total"), F.count(F.lit(1)).alias("n"))
-             .write.format("noop").mode("overwrite").save())
-
-        declarative = (wl.Pipeline("bench", timestamp="ts").key_by("key")
-                       .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
-                       .allowed_lateness(wl.Time.hours(1))
-                       .aggregate(wl.aggregates.sum("value").alias("total"),
-                                  wl.aggregates.count()))
-        python = (wl.Pipeline("bench_py", timestamp="ts").key_by("key")
-                  .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
-                  .trigger(wl.EventTimeTrigger.after_end_of_window()
-                           .with_early_trigger(wl.CountTrigger.at_least(5)))
-                  .allowed_lateness(wl.Time.hours(1))
-                  .process(Summary()))
-
-        def general(pipeline):
-            def run():
-                result = run_dataframe(pipeline, spark.read.parquet(path), "arrival_hour",
-                                       watermark=wl.BoundedOutOfOrderness("10 minutes"),
-                                       finalize=True)
-                result.general.tagged.write.format("noop").mode("overwrite").save()
-                result.unpersist()
-            return run
-
-        native()  # warm-up
-        t_native = timed(native, args.repeat)
-        t_decl = timed(general(declarative), args.repeat)
-        t_py = timed(general(python), args.repeat)
-        print(f"{'hand-written Spark SQL (groupBy key, window 5 min; sum, count)':<64}"
-              f"{t_native:7.2f} s {n / t_native:>12,.0f} events/s")
-        for label, t in (("general path, declarative sum+count (all outputs)", t_decl),
-                         ("general path, ProcessWindowFunction + early count trigger", t_py)):
-            print(f"{label:<64}{t:7.2f} s {n / t:>12,.0f} events/s   {t / t_native:5.1f}x "
-                  "native")
+        bench(spark, lambda: spark.read.option("basePath", path).parquet(part)
+              .withColumn("arrival_hour", F.col("arrival_hour").cast("string")),
+              f"one hourly partition ({hour})", cases, args.repeat, args.result_schema)
     spark.stop()
 
 

@@ -1,4 +1,6 @@
-"""Every semantic transcript (``tests/transcripts/*.yaml``) on the Spark general path.
+"""Every semantic transcript (``tests/transcripts/*.yaml``) on the Spark general path (forced,
+for every transcript) and on the native path (wherever the planner accepts the pipeline; the
+others are skipped with the planner's reasons).
 
 The transcripts and their checker belong to ``tests/transcripts/``; this module imports the
 checker (``check_transcript``) and runs each case once on ``engine="spark"`` with
@@ -15,6 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import windowlib as wl
+import windowlib.engines.spark.testing as spark_testing
+from windowlib.engines.spark.planner import plan_path
 
 pytestmark = pytest.mark.spark
 
@@ -47,8 +53,32 @@ CASES = [c for c in checks.CASES if c.doc.get("build_error") is None]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_transcript_on_spark_general_path(spark, case):
+def test_transcript_on_spark_general_path(spark, case, monkeypatch):
+    _force_path(monkeypatch, "general")
     checks.check_transcript(case, engine="spark", stepwise=False)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_transcript_on_spark_native_path(spark, case, monkeypatch):
+    choice = plan_path(case.pipeline())
+    if choice.path != "native":
+        pytest.skip("planner: " + "; ".join(choice.reasons))
+    _force_path(monkeypatch, "native")
+    try:
+        checks.check_transcript(case, engine="spark", stepwise=False)
+    except wl.DefinitionError as exc:   # input-dependent checks (mixed-type test columns)
+        if exc.code != "NATIVE_UNSUPPORTED":
+            raise
+        pytest.skip(f"planner: {exc}")
+
+
+def _force_path(monkeypatch, path: str) -> None:
+    original = spark_testing.run_bundles_on_spark
+
+    def forced(*args, **kwargs):
+        return original(*args, path=path, **kwargs)
+
+    monkeypatch.setattr(spark_testing, "run_bundles_on_spark", forced)
 
 
 def test_every_runnable_transcript_reaches_the_spark_engine():

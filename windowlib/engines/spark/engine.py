@@ -1,14 +1,15 @@
 """The Spark engine's entry points: ``run_dataframe`` (what ``Pipeline.run`` calls) and
 ``explain``.
 
-Only the general path exists so far (``general.py``: the semantic core per key inside
-``mapInArrow``); the native Spark SQL path and the planner that chooses between them come next
-(issue 3). ``explain`` says so, and lists what in the pipeline would keep it on the general path
-anyway.
+Two paths, chosen by the planner (``planner.plan_path``; ``explain`` prints its choice and the
+reason for every fallback): the **native** path (``native.py``: Spark SQL only, for the subset
+proven equal to the reference engine) and the **general** path (``general.py``: the semantic
+core per key inside ``mapInArrow``). ``run_dataframe(path="native"|"general")`` forces one.
 
-Outputs (SPEC §7), as Spark DataFrames computed from ONE pass over the input (the tagged
-output of the general path is persisted, so reading ``firings``, ``late`` and ``rejects`` does
-not recompute the input; call ``result.unpersist()`` when done):
+Outputs (SPEC §7), the same schema on both paths. General path: computed from ONE pass over the
+input (its tagged output is persisted, so reading ``firings``, ``late`` and ``rejects`` does not
+recompute the input; call ``result.unpersist()`` when done). Native path: three lazy
+DataFrames (nothing persisted; ``unpersist()`` is a no-op):
 
 - ``firings``: key columns, ``window_start``/``window_end`` (TimestampType, null for global
   windows), ``pane_index``, ``timing`` (EARLY/ON_TIME/LATE), ``is_final``, ``retract`` (in
@@ -31,14 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.assigners import GlobalWindows
+from windowlib.core.errors import DefinitionError
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.triggers import (
-    AfterEndOfWindow,
-    CountAtLeast,
-    CountTrigger,
-    EventTimeTrigger,
-)
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.spark.bundles import BundleOverride, BundlePlan, canonical_arrival
 from windowlib.engines.spark.general import (
@@ -49,6 +44,8 @@ from windowlib.engines.spark.general import (
     GeneralRun,
     run_general,
 )
+from windowlib.engines.spark.native import NativeRun, run_native
+from windowlib.engines.spark.planner import PATHS, PathChoice, explain_choice, plan_path
 
 
 @dataclass
@@ -59,12 +56,16 @@ class SparkRunResult:
     late: Any
     rejects: Any
     plan: BundlePlan
-    path: str
-    general: GeneralRun
+    path: str                      # "native" | "general": the path that ran
+    general: GeneralRun | None = None
+    native: NativeRun | None = None
+    reasons: tuple[str, ...] = ()  # why the native path was not taken (planner)
 
     def unpersist(self) -> None:
-        """Release the cached tagged output the three DataFrames are read from."""
-        self.general.tagged.unpersist()
+        """Release the cached tagged output the three DataFrames are read from (general path;
+        the native path caches nothing)."""
+        if self.general is not None:
+            self.general.tagged.unpersist()
 
 
 def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
@@ -73,7 +74,8 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
                   *, processing_time: Any = None, arrival_interval: Any = None,
                   bundles: Mapping[Any, Any] | None = None,
                   max_key_state: int = DEFAULT_MAX_KEY_STATE,
-                  run_id: str | None = None, partitions: int | None = None) -> SparkRunResult:
+                  run_id: str | None = None, partitions: int | None = None,
+                  path: str = "auto") -> SparkRunResult:
     """Run ``pipeline`` over ``df`` as one ad-hoc job (in-memory state, no checkpoint).
 
     - ``arrival``: the column whose distinct values are the bundles, ascending (a partition
@@ -91,7 +93,11 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
     - ``max_key_state``: the live-state limit per key (see ``general.py``).
     - ``partitions``: how many partitions (Python tasks) walk the keys; default the session's
       ``spark.sql.shuffle.partitions``, kept as is (not coalesced by adaptive execution).
+    - ``path``: ``auto`` (the planner decides), ``native`` (a ``DefinitionError`` with the
+      planner's reasons when the pipeline is outside the native subset) or ``general``.
+      ``max_key_state`` and ``partitions`` apply to the general path only.
     """
+    choice = choose_path(pipeline, path, df.schema, result_schema)
     overrides = None
     if bundles:
         from windowlib.core.time import timestamp_ms
@@ -105,12 +111,38 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
                 spec = BundleOverride(None if pt is None else timestamp_ms(pt),
                                       None if wm is None else timestamp_ms(wm))
             overrides[canonical_arrival(value, kind)] = spec
+    if choice.path == "native":
+        native = run_native(pipeline, df, arrival, watermark=watermark, finalize=finalize,
+                            order_by=order_by, processing_time=processing_time,
+                            arrival_interval=arrival_interval, overrides=overrides)
+        firings, late, rejects = native.public(run_id)
+        return SparkRunResult(firings=firings, late=late, rejects=rejects, plan=native.plan,
+                              path="native", native=native)
     run = run_general(pipeline, df, arrival, watermark=watermark, finalize=finalize,
                       order_by=order_by, result_schema=result_schema,
                       processing_time=processing_time, arrival_interval=arrival_interval,
                       overrides=overrides, max_key_state=max_key_state,
                       partitions=partitions)
-    return _public_frames(run, run_id)
+    result = _public_frames(run, run_id)
+    result.reasons = tuple(choice.reasons)
+    return result
+
+
+def choose_path(pipeline: Pipeline, path: str, schema: Any = None,
+                result_schema: Any = None, json_columns: Sequence[str] = ()) -> PathChoice:
+    """The path to run: the planner's choice for ``auto``, else the forced one (forcing
+    ``native`` outside the native subset is a ``DefinitionError`` naming the reasons)."""
+    if path not in PATHS:
+        raise DefinitionError(f"path must be one of {', '.join(PATHS)}, got {path!r}",
+                              code="ARGUMENT_INVALID")
+    types = None if schema is None else {f.name: f.dataType for f in schema.fields}
+    choice = plan_path(pipeline, types, result_schema=result_schema, json_columns=json_columns)
+    if path == "native" and choice.path != "native":
+        raise DefinitionError(f"pipeline {pipeline.name!r} cannot run on the native path: "
+                              + "; ".join(choice.reasons), code="NATIVE_UNSUPPORTED")
+    if path == "general":
+        return PathChoice("general", choice.reasons or ["the general path was requested"])
+    return choice
 
 
 def _public_frames(run: GeneralRun, run_id: str | None) -> SparkRunResult:
@@ -138,46 +170,7 @@ def _public_frames(run: GeneralRun, run_id: str | None) -> SparkRunResult:
                           path="general", general=run)
 
 
-def general_path_reasons(pipeline: Pipeline) -> list[str]:
-    """What in ``pipeline`` is outside the native path's planned scope (issue 3)."""
-    reasons = []
-    spec = pipeline.function
-    if spec is not None and (spec.kind != "declarative" or spec.process_fn is not None):
-        reasons.append(f"the window function is Python code ({spec.kind}"
-                       f"{' + process function' if spec.process_fn is not None else ''})")
-    if pipeline.window_evictor is not None:
-        reasons.append("an evictor buffers elements (FLIP-4)")
-    assigner = pipeline.window_assigner
-    if assigner is not None:
-        if not assigner.is_event_time:
-            reasons.append("processing-time windows")
-        if isinstance(assigner, GlobalWindows):
-            reasons.append("global windows")
-        if type(assigner).__name__ == "CalendarWindows":
-            reasons.append("calendar windows")
-        trigger = pipeline.effective_trigger
-        if not _native_trigger(trigger):
-            reasons.append(f"the trigger {trigger!r} is not a default or count-based "
-                           "after_end_of_window trigger")
-    return reasons
-
-
-def _native_trigger(trigger: Any) -> bool:
-    if isinstance(trigger, EventTimeTrigger):
-        return True
-    if isinstance(trigger, AfterEndOfWindow) and trigger.event_time:
-        phases = [getattr(trigger, "early", None), getattr(trigger, "late", None)]
-        return all(p is None or isinstance(p, CountAtLeast | CountTrigger) for p in phases)
-    return False
-
-
 def explain(pipeline: Pipeline) -> str:
-    """Which path runs ``pipeline`` on Spark, and why."""
-    lines = [f"pipeline {pipeline.name!r}: general path (the semantic core's KeyDriver per key "
-             "inside mapInArrow over key-sorted partitions)",
-             "  why: the native Spark SQL path is not built yet; every pipeline runs on the "
-             "general path for now"]
-    reasons = general_path_reasons(pipeline)
-    if reasons:
-        lines.append("  would stay on the general path because: " + "; ".join(reasons))
-    return "\n".join(lines)
+    """Which path runs ``pipeline`` on Spark (``path="auto"``), and why. Input-dependent
+    checks (result types from the DataFrame's schema) happen again at run time."""
+    return explain_choice(pipeline, plan_path(pipeline))

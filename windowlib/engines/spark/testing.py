@@ -1,4 +1,5 @@
-"""``run_bundles(..., engine="spark")``: test bundles through the Spark general path.
+"""``run_bundles(..., engine="spark")``: test bundles through the Spark engine (``path``:
+``auto`` = the planner's choice, ``native`` or ``general``).
 
 The bundles become one DataFrame: a column per element field (typed when every value of the
 field has one plain type; otherwise the values are ``codec``-encoded JSON strings the walker
@@ -44,6 +45,7 @@ from windowlib.engines.spark.general import (
 )
 
 SEQ = "__wl_seq"
+_EL = "__wl_el_"
 _MISSING = object()
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -159,9 +161,12 @@ def _overrides(bundles: Sequence[Any]) -> dict[int, BundleOverride]:
 
 def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: bool = False,
                          watermark: WatermarkStrategy | None = None, spark: Any = None,
-                         max_key_state: int | None = None) -> tuple[list, list, list]:
-    """Run test bundles on the Spark general path; ``(firings, late, rejects)`` in the
-    reference engine's format."""
+                         max_key_state: int | None = None, path: str = "auto"
+                         ) -> tuple[list, list, list]:
+    """Run test bundles on Spark; ``(firings, late, rejects)`` in the reference engine's
+    format. ``path``: ``auto`` (the planner decides), ``native`` (``DefinitionError`` when the
+    planner rejects the pipeline) or ``general``."""
+    from windowlib.engines.spark.engine import choose_path
     from windowlib.engines.spark.session import get_or_create_session
 
     spark = spark if spark is not None else get_or_create_session()
@@ -177,6 +182,9 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
                                  "bundle that has elements", code="NO_PROCESSING_TIME")
     table, json_columns, elements, mismatched = bundles_to_table(pipeline, bundles)
     df = spark.createDataFrame(table).coalesce(1)   # tiny: one partition, no shuffle
+    choice = choose_path(pipeline, path, df.schema, json_columns=json_columns)
+    if choice.path == "native":
+        return _run_native(pipeline, df, overrides, finalize, watermark, elements, mismatched)
     kwargs = {} if max_key_state is None else {"max_key_state": max_key_state}
     try:
         run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
@@ -224,6 +232,58 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
     reject_rows = [(r[B], r[SUB], {**element(r), "reason": r[REASON]})
                    for r in tagged if r[KIND] == "reject"]
     rejects = [rec for _, _, rec in sorted(reject_rows + mismatched, key=lambda x: x[:2])]
+    return firings, late, rejects
+
+
+def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
+                watermark: WatermarkStrategy | None, elements: list, mismatched: list
+                ) -> tuple[list, list, list]:
+    """The native path's outputs, collected (test-only) into the reference format."""
+    from windowlib.engines.spark.native import ORDER_N, PHASE, RORDER, SUB, run_native
+
+    try:
+        run = run_native(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
+                         order_by=[SEQ], overrides=overrides, seq_column=SEQ)
+        from pyspark.sql import functions as F
+
+        # one Spark job for the three outputs (tiny, test-only): tagged by kind
+        def elements_of(frame: Any) -> Any:   # element columns renamed: no type clashes
+            return frame.select(*[F.col(f"`{c}`").alias(_EL + c) if c in run.element_columns
+                                  else F.col(f"`{c}`") for c in frame.columns])
+
+        frames = [frame.withColumn(KIND, F.lit(kind)) for kind, frame in
+                  (("firing", run.firings), ("late", elements_of(run.late)),
+                   ("reject", elements_of(run.rejects)))]
+        out = frames[0].unionByName(frames[1], allowMissingColumns=True).unionByName(
+            frames[2], allowMissingColumns=True).toArrow()
+    except Exception as exc:
+        reraise(exc)
+    tagged = out.cast(_naive_schema(out.schema)).to_pylist()
+    fired = [r for r in tagged if r[KIND] == "firing"]
+    late_rows = [r for r in tagged if r[KIND] == "late"]
+    reject_rows = [r for r in tagged if r[KIND] == "reject"]
+    keys = run.key_columns
+    fired.sort(key=lambda r: (r[B], r[PHASE], r[SUB], repr(tuple(r[c] for c in keys)),
+                              r[ORDER_N], r[RORDER]))
+    firings = []
+    for r in fired:
+        f = {c: r[c] for c in keys}
+        for c in ("window_start", "window_end", "pane_index", "timing"):
+            f[c] = r[c]
+        for c in run.result_columns:
+            f[c] = r[c]
+        f["is_final"] = r["is_final"]
+        if run.retracting:
+            f["retract"] = r["retract"]
+        firings.append(f)
+
+    def element(r: dict) -> dict:
+        return {c: r[_EL + c] for c in elements[r[B]][r[SUB]]}
+
+    late = [{**element(r), "reason": r["reason"]}
+            for r in sorted(late_rows, key=lambda r: (r[B], r[SUB]))]
+    rejected = [(r[B], r[SUB], {**element(r), "reason": r["reason"]}) for r in reject_rows]
+    rejects = [rec for _, _, rec in sorted(rejected + mismatched, key=lambda x: x[:2])]
     return firings, late, rejects
 
 

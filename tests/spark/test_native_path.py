@@ -1,0 +1,274 @@
+"""The native Spark SQL path equals the reference engine and the general path.
+
+Differential tests over random bundles with out-of-order, late, dropped and rejected data
+(firings per key and window in order, late records and rejects), targeted cases for negative
+timestamps and offsets, sliding windows, each aggregate and each accumulation mode, the public
+frames of ``run_dataframe`` on both paths (same schema and rows), and the planner (every
+fallback reason)."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import defaultdict
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import windowlib as wl
+from windowlib import aggregates as agg
+from windowlib.engines.spark import run_dataframe
+from windowlib.engines.spark.planner import plan_path
+from windowlib.engines.spark.testing import run_bundles_on_spark
+from windowlib.testing import Bundle, run_bundles
+
+pytestmark = pytest.mark.spark
+
+ALL_AGGS = (agg.count(), agg.count("v").alias("nv"), agg.sum("v").alias("s"),
+            agg.min("v").alias("lo"), agg.max("v").alias("hi"), agg.mean("v").alias("avg"),
+            agg.first("v").alias("fst"), agg.last("v").alias("lst"),
+            agg.collect_list("v").alias("vals"), agg.approx_count_distinct("v").alias("nd"))
+MODES = ("accumulating", "discarding", "accumulating_and_retracting")
+
+
+def pipeline(assigner, lateness=0, mode=None, aggs=ALL_AGGS, keyed=True, trigger=None):
+    p = wl.Pipeline("native_t", timestamp="ts")
+    p = p.key_by("k").window(assigner) if keyed else p.window_all(assigner)
+    if trigger is not None:
+        p = p.trigger(trigger)
+    p = p.allowed_lateness(lateness)
+    if mode is not None:
+        p = p.accumulation(mode)
+    return p.aggregate(*aggs)
+
+
+def by_window(firings):
+    groups = defaultdict(list)
+    for f in firings:
+        groups[(f.get("k"), f["window_start"], f["window_end"])].append(f)
+    return dict(groups)
+
+
+def assert_same(p, bundles, finalize=False, watermark=None, general=False):
+    want, want_late, want_rejects = run_bundles(p, bundles, engine="reference",
+                                                finalize=finalize, watermark=watermark,
+                                                with_late=True, with_rejects=True)
+    paths = ("native", "general") if general else ("native",)
+    for path in paths:
+        got, late, rejects = run_bundles_on_spark(p, bundles, finalize=finalize,
+                                                  watermark=watermark, path=path)
+        assert by_window(got) == by_window(want), path
+        key = repr
+        assert sorted(late, key=key) == sorted(want_late, key=key), path
+        assert rejects == want_rejects, path
+    return want
+
+
+# --- random bundles ---------------------------------------------------------------------------
+
+def random_bundles(rng: random.Random, n_bundles: int, explicit_watermarks: bool) -> list:
+    bundles, wm = [], -100
+    for b in range(n_bundles):
+        # one typed value up front, so every column has a type the aggregates accept
+        elements = [] if b else [{"k": "a", "ts": rng.randint(-60, 120), "v": rng.randint(0, 9)}]
+        for _ in range(rng.randint(0, 6)):
+            roll = rng.random()
+            ts = rng.randint(-60, 120)
+            el = {"k": rng.choice(["a", "b"]), "ts": ts,
+                  "v": None if roll < 0.1 else rng.randint(-5, 9)}
+            if roll > 0.95:
+                el["k"] = None                      # missing_key
+            elif 0.9 < roll <= 0.95:
+                el["ts"] = None                     # null_timestamp
+            elements.append(el)
+        wm += rng.randint(0, 50)
+        bundles.append(Bundle(elements=elements, processing_time=1000 * (b + 1),
+                              watermark=wm if explicit_watermarks else None))
+    return bundles
+
+
+ASSIGNERS = [wl.TumblingEventTimeWindows.of(20), wl.TumblingEventTimeWindows.of(30, -7),
+             wl.SlidingEventTimeWindows.of(30, 10), wl.SlidingEventTimeWindows.of(30, 20, 3)]
+EXAMPLES = int(os.environ.get("WINDOWLIB_NATIVE_EXAMPLES", "5"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), assigner=st.sampled_from(ASSIGNERS),
+       lateness=st.sampled_from([0, 15, 40]), mode=st.sampled_from(MODES),
+       finalize=st.booleans(), explicit=st.booleans(), n_bundles=st.integers(1, 4))
+def test_native_equals_reference_on_random_bundles(spark, seed, assigner, lateness, mode,
+                                                    finalize, explicit, n_bundles):
+    p = pipeline(assigner, lateness, mode)
+    bundles = random_bundles(random.Random(seed), n_bundles, explicit)
+    strategy = None if explicit else wl.BoundedOutOfOrderness(10)
+    assert_same(p, bundles, finalize=finalize, watermark=strategy)
+
+
+def test_native_equals_general_and_reference_with_late_firings(spark):
+    rng = random.Random(7)
+    bundles = random_bundles(rng, 5, explicit_watermarks=True)
+    bundles.append(Bundle(elements=[{"k": "a", "ts": t, "v": t % 4} for t in (1, 5, 33, 2)],
+                          watermark=400))
+    for mode in MODES:
+        p = pipeline(wl.SlidingEventTimeWindows.of(30, 10), 200, mode)
+        want = assert_same(p, bundles, finalize=True, general=True)
+        assert any(f["timing"] == "LATE" for f in want)
+
+
+# --- targeted cases ---------------------------------------------------------------------------
+
+def test_negative_timestamps_and_offsets_align_like_flink(spark):
+    els = [{"k": "a", "ts": t, "v": t} for t in (-25, -21, -20, -1, 0, 3, 9, 10)]
+    for assigner in (wl.TumblingEventTimeWindows.of(10, -3), wl.TumblingEventTimeWindows.of(7),
+                     wl.SlidingEventTimeWindows.of(10, 4, -1)):
+        want = assert_same(pipeline(assigner), [Bundle(elements=els)], finalize=True)
+        assert any(f["window_start"] < 0 for f in want)
+
+
+def test_each_aggregate_in_each_mode_with_late_elements(spark):
+    bundles = [Bundle(elements=[{"k": "a", "ts": 5, "v": 3}, {"k": "a", "ts": 2, "v": 3},
+                                {"k": "b", "ts": 7, "v": None}], watermark=30),
+               Bundle(elements=[{"k": "a", "ts": 2, "v": 8}, {"k": "a", "ts": 9, "v": -1},
+                                {"k": "b", "ts": 1, "v": 4}, {"k": "a", "ts": 5, "v": 3}],
+                      watermark=35),
+               Bundle(elements=[{"k": "a", "ts": 0, "v": 2}], watermark=60)]
+    for mode in MODES:   # ALL_AGGS: every aggregate, compared column by column
+        p = pipeline(wl.TumblingEventTimeWindows.of(10), 40, mode)
+        want = assert_same(p, bundles)
+        assert [f["timing"] for f in want if f["k"] == "a" and not f.get("retract")] == \
+            ["ON_TIME", "LATE", "LATE", "LATE", "LATE"]
+
+
+COUNT_TRIGGERS = [
+    wl.EventTimeTrigger.after_end_of_window().with_early_trigger(wl.CountTrigger.at_least(2)),
+    wl.EventTimeTrigger.after_end_of_window().with_late_trigger(wl.CountTrigger.at_least(2)),
+    wl.EventTimeTrigger.after_end_of_window().with_early_trigger(wl.CountTrigger.of(3))
+    .with_late_trigger(wl.CountTrigger.at_least(2)),
+]
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), assigner=st.sampled_from(ASSIGNERS),
+       trigger=st.sampled_from(COUNT_TRIGGERS), lateness=st.sampled_from([0, 30, 60]),
+       mode=st.sampled_from(MODES), finalize=st.booleans())
+def test_count_early_and_late_triggers_equal_reference(spark, seed, assigner, trigger,
+                                                       lateness, mode, finalize):
+    p = pipeline(assigner, lateness, mode, trigger=trigger)
+    bundles = random_bundles(random.Random(seed), 4, explicit_watermarks=True)
+    assert_same(p, bundles, finalize=finalize)
+
+
+def test_count_triggers_in_every_mode_equal_general_and_reference(spark):
+    bundles = [Bundle(elements=[{"k": "a", "ts": t, "v": t} for t in (1, 4, 2, 8, 3)],
+                      watermark=5),
+               Bundle(elements=[{"k": "a", "ts": t, "v": t} for t in (6, 0, 9)], watermark=12),
+               Bundle(elements=[{"k": "a", "ts": t, "v": -t} for t in (7, 5, 1, 2, 3)],
+                      watermark=14)]
+    for trigger in COUNT_TRIGGERS:
+        for mode in MODES:
+            p = pipeline(wl.TumblingEventTimeWindows.of(10), 20, mode, trigger=trigger)
+            want = assert_same(p, bundles, finalize=True, general=mode == MODES[2])
+            assert {"EARLY", "LATE"} & {f["timing"] for f in want}
+
+
+def test_window_all_and_the_dsl_end_of_window_trigger(spark):
+    bundles = random_bundles(random.Random(3), 4, explicit_watermarks=True)
+    assert_same(pipeline(wl.TumblingEventTimeWindows.of(20), 30, keyed=False), bundles,
+                finalize=True)
+    assert_same(pipeline(wl.TumblingEventTimeWindows.of(20), 30,
+                         trigger=wl.EventTimeTrigger.after_end_of_window()), bundles)
+
+
+def test_future_timestamps_are_rejected_like_the_reference(spark):
+    p = pipeline(wl.TumblingEventTimeWindows.of(10)).max_future_skew(100)
+    bundles = [Bundle(elements=[{"k": "a", "ts": 50, "v": 1}, {"k": "a", "ts": 5000, "v": 2},
+                                {"k": None, "ts": 1, "v": 3}], processing_time=1000),
+               Bundle(elements=[{"k": "a", "ts": 1200, "v": 1}], processing_time=1000)]
+    assert_same(p, bundles, finalize=True, watermark=wl.BoundedOutOfOrderness(0))
+
+
+def test_public_frames_match_the_general_path(spark):
+    p = pipeline(wl.SlidingEventTimeWindows.of(30, 10), 40, "accumulating_and_retracting")
+    rows = []
+    rng = random.Random(11)
+    for i in range(60):
+        rows.append((rng.choice(["a", "b", None]), rng.randint(-50, 150) if i % 17 else None,
+                     rng.randint(0, 5), i // 12, i))
+    df = spark.createDataFrame(rows, "k string, ts long, v long, arrival long, seq long")
+    out = {}
+    for path in ("native", "general"):
+        result = run_dataframe(p, df, arrival="arrival", watermark=wl.BoundedOutOfOrderness(20),
+                               finalize=True, order_by="seq", run_id="r1", path=path)
+        assert result.path == path
+        out[path] = result
+    native, general = out["native"], out["general"]
+    for name in ("firings", "late", "rejects"):
+        a, b = getattr(native, name), getattr(general, name)
+        assert [(f.name, f.dataType) for f in a.schema] == [(f.name, f.dataType)
+                                                             for f in b.schema], name
+        assert sorted(map(repr, a.collect())) == sorted(map(repr, b.collect())), name
+    assert native.late.count() > 0 and native.rejects.count() > 0
+    native.unpersist()
+    general.unpersist()
+
+
+# --- the planner ------------------------------------------------------------------------------
+
+class Fn(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield {"n": len(elements)}
+
+
+def test_planner_accepts_the_native_subset_and_names_every_fallback_reason():
+    tumbling = wl.TumblingEventTimeWindows.of(10)
+    assert plan_path(pipeline(tumbling, 5, "discarding")).path == "native"
+    counted = wl.EventTimeTrigger.after_end_of_window().with_early_trigger(
+        wl.CountTrigger.at_least(2)).with_late_trigger(wl.CountTrigger.of(3))
+    assert plan_path(pipeline(tumbling, 5, trigger=counted)).path == "native"
+    base = wl.Pipeline("p", timestamp="ts").key_by("k")
+    cases = {
+        "Python code (process)": base.window(tumbling).process(Fn()),
+        "evictor": base.window(tumbling).evictor(wl.CountEvictor.of(2)).aggregate(agg.count()),
+        "processing-time windows": base.window(
+            wl.TumblingProcessingTimeWindows.of(10)).aggregate(agg.count()),
+        "session windows": base.window(
+            wl.EventTimeSessionWindows.with_gap(5)).aggregate(agg.count()),
+        "GlobalWindows are not compiled": base.window(
+            wl.GlobalWindows.create()).trigger(wl.CountTrigger.of(2)).aggregate(agg.count()),
+        "is not compiled natively": base.window(tumbling).trigger(
+            wl.ContinuousEventTimeTrigger.of(5)).aggregate(agg.count()),
+        "fire_empty_on_time": base.window(tumbling).trigger(
+            wl.EventTimeTrigger.after_end_of_window(fire_empty_on_time=True)
+            .with_early_trigger(wl.CountTrigger.at_least(2)).discarding())
+        .aggregate(agg.count()),
+        "collide with output columns": base.window(tumbling).aggregate(
+            agg.count().alias("timing")),
+    }
+    for needle, p in cases.items():
+        choice = plan_path(p)
+        assert choice.path == "general" and any(needle in r for r in choice.reasons), \
+            (needle, choice)
+    ok = pipeline(tumbling)
+    assert "result_schema" in plan_path(ok, result_schema="n long").reasons[0]
+    assert "mixed types" in plan_path(ok, json_columns=["v"]).reasons[0]
+    from pyspark.sql import types as T
+
+    assert "cannot be derived" in plan_path(
+        ok, {"k": T.StringType(), "ts": T.LongType()}).reasons[0]
+    assert "native path" in ok.explain()
+    assert "why not native" in cases["evictor"].explain()
+
+
+def test_forcing_native_on_an_unsupported_pipeline_is_a_clear_error(spark):
+    p = (wl.Pipeline("p", timestamp="ts").key_by("k")
+         .window(wl.EventTimeSessionWindows.with_gap(5)).aggregate(agg.count()))
+    df = spark.createDataFrame([("a", 1, 0)], "k string, ts long, arrival long")
+    with pytest.raises(wl.DefinitionError, match="session windows") as info:
+        run_dataframe(p, df, arrival="arrival", path="native")
+    assert info.value.code == "NATIVE_UNSUPPORTED"
+    with pytest.raises(wl.DefinitionError, match="path must be"):
+        run_dataframe(p, df, arrival="arrival", path="fast")
+    assert run_dataframe(p, df, arrival="arrival", finalize=True).path == "general"

@@ -1,0 +1,170 @@
+"""Declarative aggregates (``windowlib.aggregates``) compiled to Spark SQL for the native path.
+
+Each aggregate has an *accumulator* made of plain Spark aggregate expressions, so that it can be
+computed in two places and combined:
+
+- the **on-time part** of a window (every element that arrived while the watermark was below
+  the window's end): a ``groupBy(key, window)`` aggregate;
+- the **late part** (elements kept within the allowed lateness): a running aggregate over a
+  window function ordered by arrival, combined with the on-time accumulator (accumulating
+  modes) or alone (discarding mode: the frame is the current row).
+
+Equality with the reference engine (``windowlib.core.aggregates``), kind by kind:
+
+- ``count``/``sum``/``min``/``max``: Spark ignores nulls as the reference does; ``least`` and
+  ``greatest`` skip nulls when combining. Integral sums are exact (long; Spark's ANSI mode fails
+  on overflow instead of wrapping). Floating-point sums may differ from the reference in the
+  last bits: Spark does not add in arrival order.
+- ``mean``: ``sum / count`` of the non-null values, as ``double`` (exact for integral sums below
+  2**53, where both engines divide the same two numbers).
+- ``first``/``last``: ``min_by``/``max_by`` over ``struct(ts, arrival order)`` of the non-null
+  values (``min_by`` skips null orderings): the smallest event time, ties to the earliest
+  arrival (first); the largest, ties to the latest arrival (last). On-time elements arrive
+  before late ones, which decides ties across the two parts.
+- ``collect_list``: the accumulator is ``collect_list(struct(arrival order, value))``
+  (unsorted; parts concatenate); the result sorts it and keeps the values: arrival order
+  exactly, independent of shuffle order.
+- ``approx_count_distinct``: EXACT, as the reference engine computes it: ``collect_set`` (the
+  distinct non-null values) and its size; parts combine with ``array_union``. (Spark's HLL
+  sketches would be exact only for small cardinalities; exactness is what the reference
+  promises.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+NATIVE_KINDS = frozenset({"count", "sum", "min", "max", "mean", "first", "last",
+                          "approx_count_distinct", "collect_list"})
+
+
+@dataclass
+class CompiledAggregate:
+    """One aggregate: accumulator expressions and how results are formed from them.
+
+    ``accumulators(ctx)`` returns ``{name: Column}`` (plain aggregate function calls, usable
+    in ``agg`` and, with ``.over(window)``, as running aggregates); ``result(acc)`` turns the
+    accumulator columns (a mapping name -> Column) into the result; ``combine(on, late)``
+    merges an on-time accumulator (null when the window had no on-time elements) with a late
+    one into a new accumulator mapping.
+    """
+
+    kind: str
+    column: str | None
+    name: str
+    dtype: Any          # the declared Spark result type (general.result_fields)
+    input_type: Any     # the input column's type (None for count())
+
+    # --- accumulators ----------------------------------------------------------------------
+    def accumulators(self, ctx: AggContext) -> dict[str, Any]:
+        from pyspark.sql import functions as F
+
+        kind = self.kind
+        v = F.col(f"`{self.column}`") if self.column is not None else None
+        if kind == "count":
+            return {"n": F.count(F.lit(1) if v is None else v)}
+        if kind == "sum":
+            return {"s": F.sum(v)}
+        if kind == "min":
+            return {"m": F.min(v)}
+        if kind == "max":
+            return {"m": F.max(v)}
+        if kind == "mean":
+            return {"s": F.sum(v), "n": F.count(v)}
+        present = v.isNotNull()
+        if kind == "first":
+            return {"v": F.min_by(v, F.when(present, ctx.order_struct(with_ts=True))),
+                    "t": F.min(F.when(present, ctx.ts))}
+        if kind == "last":
+            return {"v": F.max_by(v, F.when(present, ctx.order_struct(with_ts=True))),
+                    "t": F.max(F.when(present, ctx.ts))}
+        if kind == "collect_list":
+            # unsorted (order, value) structs: sorted when the result is formed
+            return {"l": F.collect_list(F.when(
+                present, F.struct(ctx.order_struct(with_ts=False).alias("o"), v.alias("v"))))}
+        if kind == "approx_count_distinct":
+            return {"d": F.collect_set(v)}
+        raise AssertionError(kind)
+
+    # --- combining the on-time and late parts ------------------------------------------------
+    def combine(self, on: dict[str, Any], late: dict[str, Any]) -> dict[str, Any]:
+        from pyspark.sql import functions as F
+
+        kind = self.kind
+        if kind == "count":
+            return {"n": F.coalesce(on["n"], F.lit(0)) + late["n"]}
+        if kind == "sum":
+            return {"s": F.coalesce(on["s"] + late["s"], on["s"], late["s"])}
+        if kind == "min":
+            return {"m": F.least(on["m"], late["m"])}
+        if kind == "max":
+            return {"m": F.greatest(on["m"], late["m"])}
+        if kind == "mean":
+            return {"s": F.coalesce(on["s"] + late["s"], on["s"], late["s"]),
+                    "n": F.coalesce(on["n"], F.lit(0)) + late["n"]}
+        if kind in ("first", "last"):
+            better = late["t"] < on["t"] if kind == "first" else late["t"] >= on["t"]
+            take_late = late["t"].isNotNull() & (on["t"].isNull() | better)
+            return {"v": F.when(take_late, late["v"]).otherwise(on["v"]),
+                    "t": F.when(take_late, late["t"]).otherwise(on["t"])}
+        if kind == "collect_list":
+            return {"l": F.when(on["l"].isNull(), late["l"])
+                    .otherwise(F.concat(on["l"], late["l"]))}
+        if kind == "approx_count_distinct":
+            return {"d": F.when(on["d"].isNull(), late["d"])
+                    .otherwise(F.array_union(on["d"], late["d"]))}
+        raise AssertionError(kind)
+
+    # --- results ------------------------------------------------------------------------------
+    def result(self, acc: dict[str, Any]) -> Any:
+        from pyspark.sql import functions as F
+
+        kind = self.kind
+        if kind == "count":
+            out = acc["n"]
+        elif kind == "sum":
+            out = acc["s"]
+        elif kind in ("min", "max"):
+            out = acc["m"]
+        elif kind == "mean":
+            out = F.when(acc["n"] > 0, acc["s"].cast("double") / acc["n"].cast("double"))
+        elif kind in ("first", "last"):
+            out = acc["v"]
+        elif kind == "collect_list":
+            out = F.transform(F.array_sort(acc["l"]), lambda x: x["v"])
+        else:
+            out = F.size(acc["d"]).cast("long")
+        return out.cast(self.dtype)
+
+
+@dataclass
+class AggContext:
+    """Columns the accumulators need: event time and the arrival-order columns."""
+
+    ts: Any
+    order: Sequence[Any]
+
+    def order_struct(self, with_ts: bool) -> Any:
+        from pyspark.sql import functions as F
+
+        fields = ([self.ts.alias("t")] if with_ts else []) + [
+            c.alias(f"o{i}") for i, c in enumerate(self.order)]
+        return F.struct(*fields)
+
+
+def compile_aggregates(aggregates: Sequence[Any], fields: Sequence[Any],
+                       input_types: dict[str, Any]) -> list[CompiledAggregate]:
+    """Pair each declarative aggregate with its declared result field (same order; aggregates
+    whose output name is a key column were dropped from ``fields`` and are skipped here)."""
+    by_name = {f.name: f for f in fields}
+    out = []
+    for agg in aggregates:
+        field = by_name.get(agg.name)
+        if field is None:
+            continue
+        out.append(CompiledAggregate(agg.kind, agg.column, agg.name, field.dataType,
+                                     input_types.get(agg.column) if agg.column else None))
+    return out
+

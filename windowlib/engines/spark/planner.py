@@ -1,0 +1,129 @@
+"""The planner: which Spark path runs a pipeline, and why.
+
+``plan_path`` accepts a pipeline for the native path (``native.py``) only when every part of it
+is inside what the native compiler implements and has been shown equal to the reference engine;
+for everything else it names each reason, and the general path (the semantic core per key,
+``general.py``) runs it. The native subset:
+
+- assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
+  offset), keyed or ``window_all``;
+- trigger: the default ``EventTimeTrigger`` or ``EventTimeTrigger.after_end_of_window()``
+  with optional count early/late triggers (``CountTrigger.at_least(n)`` / ``CountTrigger.of(n)``;
+  ``native_counts.py``); any allowed lateness; accumulating, discarding or
+  accumulating_and_retracting;
+- function: declarative aggregates only (``windowlib.aggregates``), no process function, no
+  evictor, results typable from the input schema, no result named like an output column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from windowlib.core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from windowlib.core.driver import RESERVED_COLUMNS
+from windowlib.core.pipeline import Pipeline
+from windowlib.core.triggers import AfterEndOfWindow, CountAtLeast, CountTrigger, EventTimeTrigger
+from windowlib.engines.spark.native_aggs import NATIVE_KINDS
+
+PATHS = ("auto", "native", "general")
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    """``path`` is ``"native"`` or ``"general"``; ``reasons`` lists every reason the pipeline
+    cannot take the native path (empty when it can)."""
+
+    path: str
+    reasons: list[str] = field(default_factory=list)
+
+
+def plan_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None, *,
+              result_schema: Any = None, json_columns: Sequence[str] = ()) -> PathChoice:
+    """Choose the path for ``pipeline``.
+
+    ``input_types``: the DataFrame's column types (``{name: DataType}``), when known; the result
+    types are then checked too. ``result_schema`` (a user DDL for Python functions) and
+    ``json_columns`` (test-harness columns holding encoded values of mixed types) keep a
+    pipeline on the general path.
+    """
+    reasons = _pipeline_reasons(pipeline)
+    if result_schema is not None:
+        reasons.append("a result_schema is given (the general path converts results to it)")
+    spec = pipeline.function
+    if spec is not None and spec.kind == "declarative" and spec.process_fn is None:
+        used = {a.column for a in spec.fn.aggregates if a.column is not None}
+        mixed = sorted((used | set(pipeline.key_columns)) & set(json_columns))
+        if mixed:
+            reasons.append(f"the columns {mixed} hold values of mixed types")
+        elif input_types is not None and not reasons:
+            from windowlib.engines.spark.general import result_fields
+
+            mode, _ = result_fields(pipeline, dict(input_types), None)
+            if mode != "typed":
+                reasons.append("a declarative aggregate's result type cannot be derived from "
+                               "the input columns (missing column or unsupported type)")
+    return PathChoice("general" if reasons else "native", reasons)
+
+
+def _pipeline_reasons(pipeline: Pipeline) -> list[str]:
+    reasons: list[str] = []
+    spec = pipeline.function
+    if spec is None:
+        reasons.append("the pipeline has no window function")
+    elif spec.kind != "declarative" or spec.process_fn is not None:
+        reasons.append(f"the window function is Python code ({spec.kind}"
+                       f"{' + process function' if spec.process_fn is not None else ''})")
+    else:
+        kinds = sorted({a.kind for a in spec.fn.aggregates} - NATIVE_KINDS)
+        if kinds:
+            reasons.append(f"aggregates {kinds} have no native compilation")
+        reserved = sorted(set(spec.fn.output_names) & RESERVED_COLUMNS)
+        if reserved:
+            reasons.append(f"result columns {reserved} collide with output columns")
+    if pipeline.window_evictor is not None:
+        reasons.append("an evictor buffers elements (FLIP-4)")
+    assigner = pipeline.window_assigner
+    if assigner is None:
+        reasons.append("the pipeline has no window")
+        return reasons
+    if type(assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
+        name = type(assigner).__name__
+        if not assigner.is_event_time:
+            reasons.append(f"processing-time windows ({name})")
+        elif assigner.is_merging:
+            reasons.append(f"session windows ({name}) are not compiled natively yet")
+        else:
+            reasons.append(f"{name} are not compiled natively")
+    trigger = pipeline.effective_trigger
+    if not native_trigger(trigger):
+        reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
+                       "EventTimeTrigger or after_end_of_window() with count early/late "
+                       "triggers)")
+    elif (getattr(trigger, "fire_empty_on_time", False) and trigger.early is not None
+          and pipeline.effective_accumulation == "discarding"):
+        reasons.append("fire_empty_on_time with an early trigger in discarding mode (empty "
+                       "ON_TIME panes)")
+    return reasons
+
+
+def native_trigger(trigger: Any) -> bool:
+    """The triggers the native path compiles (see the module docstring)."""
+    if type(trigger) is EventTimeTrigger:
+        return True
+    return (type(trigger) is AfterEndOfWindow and trigger.event_time
+            and all(t is None or type(t) in (CountAtLeast, CountTrigger)
+                    for t in (trigger.early, trigger.late)))
+
+
+def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
+    """Human-readable explanation of ``choice`` (what ``Pipeline.explain`` prints)."""
+    if choice.path == "native":
+        return (f"pipeline {pipeline.name!r}: native path (Spark SQL only: one groupBy(key, "
+                "window) aggregate for on-time panes, running window aggregates over the late "
+                "part; no Python per row)\n  why: every part of the pipeline is inside the "
+                "native subset proven equal to the reference engine")
+    return (f"pipeline {pipeline.name!r}: general path (the semantic core's KeyDriver per key "
+            "inside mapInArrow over key-sorted partitions)\n  why not native: "
+            + "; ".join(choice.reasons))
