@@ -8,7 +8,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP        := 127.0.0.1
 export PATH                  := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup test test-unit demo lint lock bench clean s3
+.PHONY: setup test test-unit demo lint lock bench clean s3 airflow
 
 setup:
 	@bash infra/bootstrap.sh
@@ -39,3 +39,7 @@ clean:
 # A local S3-compatible server (SeaweedFS) on 127.0.0.1:8333, data in .local/s3; Ctrl-C stops it.
 s3: setup
 	@$(PY) infra/s3_server.py $(S3_ARGS)
+
+# Airflow 3 (api-server, scheduler, dag-processor) on 127.0.0.1:8080 over dags/; prints the login.
+airflow: setup
+	@bash infra/airflow.sh $(AIRFLOW_ARGS)

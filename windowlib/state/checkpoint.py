@@ -284,6 +284,10 @@ class CheckpointStore:
         fault_point("before_commit")
         if not self.pipeline_store.create_exclusive(key, data):
             winner = self._read_commit(version, check=False)
+            if winner is not None and staging is not None \
+                    and winner.record.get("staging") == staging.key:
+                staging.state = "committed"   # our own commit: a retried publish is a no-op
+                return winner
             if staging is not None:
                 staging.abort()
             who = f" (run {winner.run_id!r})" if winner else ""

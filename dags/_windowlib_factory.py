@@ -1,0 +1,454 @@
+"""The windowlib DAG factory: one write-audit-publish DAG per registered pipeline.
+
+``build_pipeline_dags()`` returns ``{dag_id: DAG}`` with ``dag_id = windowlib_{name}`` for every
+job of the registry (``jobs.registry``, or the module named by ``WINDOWLIB_REGISTRY`` — the same
+lookup as ``windowlib.runs.operations.registry_module()``). Tasks, each a thin call into
+``windowlib.runs.operations`` passing only small JSON through XCom::
+
+    plan (short-circuit) -> run (stage on Spark) -> audit (GX) -> publish (commit, Asset) -> report
+
+Invariants:
+
+* Parsing imports only ``airflow.sdk``, the standard library and the registry (pipeline
+  definitions; no Spark, no Great Expectations, no ``windowlib.runs``): heavy modules load inside
+  tasks.
+* A run scans the partitions of its data interval plus the job's lookback
+  (``PipelineJob.partition_range``); manual runs without a data interval use the partition step
+  that ends at ``run_after``. Nothing new -> every downstream task is skipped.
+* **Idempotency key** = DAG id + DAG run id + the checkpoint version the plan started from:
+  ``{dag_id}:{run_id}@v{parent_version}``. Never the logical date. Why the parent version and not
+  the try number: a retried ``publish`` after a successful commit finds its own commit by this
+  key and is a no-op; clearing a past run in the UI re-plans on top of the *current* version,
+  so the key is new, the files that landed late in its partitions since are consumed (LATE
+  firings) and an earlier commit of the same DAG run never masks them. Two plans from the same
+  version by the same DAG run consume the same files, so sharing a key is correct there; a try
+  number would be neither necessary nor sufficient (it also changes on plain task retries).
+* The checkpoint's single conditional commit is the only mutual exclusion (Airflow does not
+  serialize backfill runs against scheduled ones). A run that loses the race re-plans inside
+  ``run``/``publish`` on top of the winner, or fails with a ``CHECKPOINT_CONFLICT`` message and
+  is retried by Airflow (exponential backoff).
+* A failed audit blocks the publish (staged files removed, nothing visible) and then fails the
+  task with ``AirflowFailException`` (no retry) naming the failed expectations and the Data
+  Docs path; the ``publish_on_failure`` Param overrides and is recorded in the commit.
+* With ``WINDOWLIB_SPARK_CONN_ID`` set at parse time, ``run`` is a ``SparkSubmitOperator`` that
+  submits ``jobs/run_pipeline.py`` (which plans, stages and publishes in one job) and the DAG is
+  ``plan -> run -> report``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import os
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # the registry (``jobs``) lives at the repository root
+    sys.path.append(str(REPO))
+
+DEFAULT_REGISTRY = "jobs.registry"
+SPARK_CONN_ENV = "WINDOWLIB_SPARK_CONN_ID"
+RETRY_DELAY_ENV = "WINDOWLIB_RETRY_DELAY_SECONDS"
+START_ENV, END_ENV = "WINDOWLIB_DAG_START_DATE", "WINDOWLIB_DAG_END_DATE"
+DEFAULT_START = datetime(2024, 3, 1, tzinfo=UTC)  # the synthetic clickstream's first hour
+_KEY_CHARS = re.compile(r"[^A-Za-z0-9_.:+=@-]")
+_ROOT_PATTERN = r"^(file|s3)://\S+$"
+log = logging.getLogger(__name__)
+
+
+# --- registry and locations (cheap: no Spark, no GX) ------------------------------------------
+
+def registry_module() -> Any:
+    """``jobs.registry`` or ``$WINDOWLIB_REGISTRY`` (as ``windowlib.runs.operations``)."""
+    return importlib.import_module(os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY))
+
+
+def get_job(name: str) -> Any:
+    return registry_module().get(name)
+
+
+def resolve_root(params: dict[str, Any] | None) -> str:
+    """The ``root`` Param when given, else the registry's default root (validated)."""
+    module = registry_module()
+    given = (params or {}).get("root")
+    if given:
+        validate = getattr(module, "validate_root", None)
+        if validate is None:
+            from jobs.registry import validate_root as validate
+        return validate(given)
+    return module.default_root()
+
+
+def run_key(dag_id: str, run_id: str) -> str:
+    """``{dag_id}:{run_id}`` restricted to safe characters (<= 160 chars; longer: hashed)."""
+    text = _KEY_CHARS.sub("_", f"{dag_id}:{run_id}")
+    if len(text) > 160:
+        text = text[:140] + "~" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return text
+
+
+def interval_of(context: Any, job: Any) -> tuple[datetime, datetime]:
+    """The run's data interval; manual runs without one: the partition step ending at
+    ``run_after`` (floored to the step)."""
+    start, end = context.get("data_interval_start"), context.get("data_interval_end")
+    if start is not None and end is not None and end > start:
+        return start, end
+    run = context.get("dag_run")
+    after = getattr(run, "run_after", None) or datetime.now(UTC)
+    after = after.astimezone(UTC)
+    if job.partition_step == "day":
+        end = after.replace(hour=0, minute=0, second=0, microsecond=0)
+        return end - timedelta(days=1), end
+    end = after.replace(minute=0, second=0, microsecond=0)
+    return end - timedelta(hours=1), end
+
+
+def report_path(root: str, name: str) -> str:
+    return f"{root.rstrip('/')}/_windowlib/reports/{name}.html"
+
+
+# --- task bodies (module functions so tests and other DAGs can reuse them) -------------------
+
+def _spark() -> Any:
+    from windowlib.engines.spark.session import get_or_create_session
+
+    return get_or_create_session(app_name="windowlib-airflow")
+
+
+def _checkpoint(job: Any, root: str) -> Any:
+    from windowlib.runs.incremental import open_checkpoint
+
+    return open_checkpoint(job.pipeline, job.locations(root)[0])
+
+
+def do_plan(name: str, context: Any) -> dict[str, Any] | None:
+    """The new files of the run's partitions; ``None`` (skip downstream) when nothing is new."""
+    from windowlib.runs.operations import plan_job
+
+    job = get_job(name)
+    root = resolve_root(context.get("params"))
+    start, end = interval_of(context, job)
+    first, last = job.partition_range(start, end)
+    base = run_key(context["dag"].dag_id, context["dag_run"].run_id)
+    plan = plan_job(job, root, partitions=(first, last), run_id=base)
+    plan["run_id"] = f"{base}@v{plan['parent_version'] or 0}"
+    log.info("plan %s: partitions %s..%s, %d new file(s) on version %s", name, first, last,
+             plan["files"], plan["parent_version"])
+    if plan["empty"]:
+        log.info("nothing new in %s..%s: skipping the rest of the run", first, last)
+        return None
+    return {"pipeline": name, "root": root, "partitions": [first, last], "base": base,
+            "plan": plan}
+
+
+def _replan(job: Any, planned: dict[str, Any]) -> dict[str, Any] | None:
+    from windowlib.runs.operations import plan_job
+
+    plan = plan_job(job, planned["root"], partitions=tuple(planned["partitions"]),
+                    run_id=planned["base"])
+    plan["run_id"] = f"{planned['base']}@v{plan['parent_version'] or 0}"
+    return None if plan["empty"] else {**planned, "plan": plan}
+
+
+def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
+    """Stage the plan on Spark; re-plans once when another run moved the checkpoint."""
+    from windowlib.core.errors import StateError
+    from windowlib.runs.operations import stage_job
+
+    job = get_job(name)
+    spark = _spark()
+    try:
+        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.info)
+    except StateError as exc:
+        if exc.code != "CHECKPOINT_CONFLICT":
+            raise
+        log.warning("%s — re-planning on top of the new version", exc)
+        planned = _replan(job, planned)
+        if planned is None:
+            raise AirflowSkipException("another run consumed every new file of these "
+                                       "partitions; nothing left to do") from exc
+        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.info)
+    return {**{k: planned[k] for k in ("pipeline", "root", "partitions", "base")}, "ref": ref}
+
+
+def do_audit(name: str, staged: dict[str, Any]) -> dict[str, Any]:
+    """GX on the staged firings; returns the outcome (never raises for a failed suite)."""
+    from windowlib.runs.operations import audit_job
+
+    job = get_job(name)
+    validation = audit_job(job, staged["root"], staged["ref"], spark=_spark())
+    log.info("audit %s: success=%s failed=%s", name, validation.get("success"),
+             validation.get("failed"))
+    return {**staged, "validation": validation}
+
+
+def _failure_message(name: str, validation: dict[str, Any]) -> str:
+    failed = validation.get("failed") or ["(no detail)"]
+    docs = validation.get("data_docs") or "(no Data Docs site)"
+    return (f"pipeline {name!r}: the audit failed, nothing was published (staged outputs and "
+            f"state removed). Failed expectations: {'; '.join(map(str, failed))}. Data Docs: "
+            f"{docs}. Fix the data or the pipeline and clear this run, or re-trigger with "
+            "publish_on_failure=true to publish anyway (recorded in the commit).")
+
+
+def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = False
+               ) -> dict[str, Any]:
+    """The atomic commit; a no-op when this key already committed. On a lost race the run
+    re-plans, re-stages and re-validates inline (``run_job``) once; if it loses again it raises
+    (Airflow retries with backoff)."""
+    from windowlib.core.errors import StateError
+    from windowlib.runs.operations import publish_job, run_job
+
+    job = get_job(name)
+    root, ref, validation = audited["root"], audited["ref"], audited.get("validation")
+    cs = _checkpoint(job, root)
+    done = cs.find_run(ref["run_id"])
+    if done is not None:
+        log.info("%s already committed version %s: nothing to do", ref["run_id"], done.version)
+        return {"pipeline": name, "run_id": ref["run_id"], "version": done.version,
+                "status": "already_published", "published": True}
+    try:
+        summary = publish_job(job, root, ref, validation, publish_on_failure=publish_on_failure)
+    except StateError as exc:
+        if exc.code not in ("CHECKPOINT_CONFLICT", "STAGING_MISSING"):
+            raise
+        log.warning("%s — re-running on top of the new version", exc)
+        head = cs.latest()
+        key = f"{audited['base']}@v{head.version if head else 0}"
+        try:
+            summary = run_job(job, root, partitions=tuple(audited["partitions"]), run_id=key,
+                              spark=_spark(), publish_on_failure=publish_on_failure,
+                              progress=log.info).to_dict()
+        except StateError as again:
+            if again.code != "CHECKPOINT_CONFLICT":
+                raise
+            raise AirflowException(
+                f"[CHECKPOINT_CONFLICT] pipeline {name!r}: another run holds the pipeline (it "
+                "committed first, twice). Nothing of this run was published; Airflow retries "
+                "it with backoff, re-planning what is still new.") from again
+        validation = summary.get("validation") or validation
+        if summary.get("status") == "nothing_new":  # the winner consumed everything: no event
+            raise AirflowSkipException("another run consumed every new file of these "
+                                       "partitions; nothing left to publish") from exc
+    if summary.get("status") == "blocked":
+        raise AirflowFailException(_failure_message(name, validation or {}))
+    log.info("publish %s: %s version %s", name, summary.get("status"), summary.get("version"))
+    keep = ("pipeline", "run_id", "status", "published", "version", "generation", "inputs",
+            "processed", "late", "rejects", "firings", "firings_by_timing", "files_consumed",
+            "partitions", "watermark", "publish_on_failure")
+    return {k: summary.get(k) for k in keep if k in summary}
+
+
+def do_report(name: str, root: str) -> str:
+    """Write the HTML run report to ``{root}/_windowlib/reports/{name}.html``; returns its URI."""
+    import tempfile
+
+    from windowlib.quality import write_run_report
+    from windowlib.runs.operations import run_history
+
+    job = get_job(name)
+    history = run_history(job, root)
+    target = report_path(root, name)
+    if target.startswith("file://"):
+        write_run_report(name, history, target[len("file://"):], description=job.description)
+        return target
+    from windowlib.state.objectstore import open_store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        page = write_run_report(name, history, Path(tmp) / f"{name}.html",
+                                description=job.description)
+        folder, _, file = target.rpartition("/")
+        open_store(folder).write_bytes(file, page.read_bytes())
+    return target
+
+
+_PARTITION_RE = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}", "YYYY-MM-DD": r"\d{4}-\d{2}-\d{2}"}
+
+
+def backfill_task(context: Any) -> dict[str, Any]:
+    """The ``windowlib_backfill`` task: validate the Params, call ``backfill_job``.
+
+    User mistakes (unknown pipeline, a partition not in the pipeline's format, first > last)
+    fail the task without retry (``AirflowFailException``) with a clear message."""
+    from windowlib.core.errors import DefinitionError, InputError
+    from windowlib.runs.operations import backfill_job
+
+    p = context["params"]
+    try:
+        job = get_job(p["pipeline"])
+        root = resolve_root(p)
+    except (DefinitionError, InputError) as exc:
+        raise AirflowFailException(str(exc)) from exc
+    first, last, mode = p["first"], p["last"], p["mode"]
+    pattern = _PARTITION_RE.get(job.partition_format)
+    for what, value in (("first", first), ("last", last)):
+        if pattern and not re.fullmatch(pattern, str(value)):
+            raise AirflowFailException(
+                f"{what} partition {value!r} is not a {job.source.partition} value of pipeline "
+                f"{job.name!r} (format {job.partition_format})")
+    if first > last:
+        raise AirflowFailException(f"first partition {first} is after last {last}")
+    if mode not in ("incremental", "rebuild"):
+        raise AirflowFailException(f"mode must be incremental or rebuild, got {mode!r}")
+    base = run_key(context["dag"].dag_id, context["dag_run"].run_id)
+    rebuild = mode == "rebuild"
+    cs = _checkpoint(job, root)
+    if rebuild:
+        key = base
+        done = cs.find_run(key)
+        if done is not None and not p["dry_run"]:
+            return {"pipeline": job.name, "run_id": key, "status": "already_published",
+                    "version": done.version, "mode": mode}
+    else:
+        head = cs.latest()
+        key = f"{base}@v{head.version if head else 0}"
+    summary = backfill_job(job, root, first, last, rebuild=rebuild, dry_run=bool(p["dry_run"]),
+                           spark=None if p["dry_run"] else _spark(), run_id=key,
+                           progress=log.info).to_dict()
+    log.info("backfill %s %s..%s (%s): %s", job.name, first, last, mode, summary.get("status"))
+    if str(summary.get("status", "")).endswith("blocked") or "(blocked)" in str(
+            summary.get("status")):
+        raise AirflowFailException(_failure_message(job.name, summary.get("validation") or {}))
+    return {**summary, "mode": mode, "first": first, "last": last}
+
+
+# --- DAG construction ------------------------------------------------------------------------
+
+def _instant(value: Any) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def schedule_bounds(job: Any) -> tuple[datetime, datetime | None]:
+    """``(start_date, end_date)``: the job's own ``start_date``/``end_date`` when it has them,
+    else ``$WINDOWLIB_DAG_START_DATE``/``$WINDOWLIB_DAG_END_DATE`` (ISO), else 2024-03-01 and
+    open-ended. With ``catchup=True`` the scheduler creates one run per interval from the start,
+    so keep it close to the data."""
+    start = _instant(getattr(job, "start_date", None)) or _instant(os.environ.get(START_ENV))
+    end = _instant(getattr(job, "end_date", None)) or _instant(os.environ.get(END_ENV))
+    return start or DEFAULT_START, end
+
+
+def default_args(job: Any) -> dict[str, Any]:
+    delay = float(os.environ.get(RETRY_DELAY_ENV, "30"))
+    return {"owner": job.owner, "retries": 3, "retry_delay": timedelta(seconds=delay),
+            "retry_exponential_backoff": 2.0, "max_retry_delay": timedelta(minutes=10)}
+
+
+def doc_md(job: Any) -> str:
+    """Markdown docs from the pipeline definition (``PipelineJob.describe()``)."""
+    d = job.describe()
+    src = d["source"]
+    return "\n".join([
+        f"# windowlib pipeline `{job.name}`", "", job.description or "(no description)", "",
+        f"* **schedule**: `{job.schedule}` (UTC, data intervals) · **owner**: {job.owner}",
+        f"* **source**: `{{root}}/{src['path']}`, partitioned by `{src['partition']}` "
+        f"(`{job.partition_format}`, {src['format']}), lookback {job.lookback} partition(s)",
+        f"* **watermark**: `{json.dumps(d['watermark'], sort_keys=True, default=str)}`",
+        f"* **fingerprint**: `{d['fingerprint']}`",
+        "* **outputs**: `{root}/windows/" + job.name + "` · report: "
+        "`{root}/_windowlib/reports/" + job.name + ".html`", "",
+        "Tasks: `plan` (new files; skips when nothing is new) → `run` (stage on Spark) → "
+        "`audit` (Great Expectations) → `publish` (atomic commit, Asset event) → `report`. "
+        "A failed audit blocks the publish; set the `publish_on_failure` Param to override.",
+        "", "## Pipeline definition", "", "```json",
+        json.dumps(d["pipeline"], indent=2, sort_keys=True, default=str), "```"])
+
+
+def _params() -> dict[str, Param]:
+    return {
+        "root": Param(None, type=["null", "string"], pattern=_ROOT_PATTERN,
+                      description="Lake root URI (file:///... or s3://bucket/prefix); empty: "
+                                  "$WINDOWLIB_ROOT or the project's .local/lake"),
+        "publish_on_failure": Param(False, type="boolean",
+                                    description="Publish even when the audit fails "
+                                                "(recorded in the commit)"),
+    }
+
+
+def build_dag(job: Any) -> DAG:
+    """The scheduled write-audit-publish DAG of ``job``."""
+    dag_id = f"windowlib_{job.name}"
+    _, output = job.locations(registry_module().default_root())
+    asset = Asset(name=f"windowlib_{job.name}_output", uri=output, group="windowlib")
+    name = job.name
+    start, end = schedule_bounds(job)
+    with DAG(dag_id=dag_id, schedule=CronDataIntervalTimetable(job.schedule, timezone="UTC"),
+             start_date=start, end_date=end, catchup=True, max_active_runs=1,
+             default_args=default_args(job), tags=["windowlib", *job.tags],
+             doc_md=doc_md(job), description=(job.description or name)[:200],
+             params=_params()) as dag:
+
+        @task.short_circuit(task_id="plan")
+        def plan(**context: Any) -> dict[str, Any] | None:
+            return do_plan(name, context)
+
+        @task(task_id="report")
+        def report(planned: dict[str, Any]) -> str:
+            return do_report(name, planned["root"])
+
+        planned = plan()
+        conn_id = os.environ.get(SPARK_CONN_ENV)
+        if conn_id:
+            submit = _spark_submit_task(name, conn_id)
+            planned >> submit >> report(planned)
+            return dag
+
+        @task(task_id="run")
+        def run(planned: dict[str, Any]) -> dict[str, Any]:
+            return do_run(name, planned)
+
+        @task(task_id="audit")
+        def audit(staged: dict[str, Any]) -> dict[str, Any]:
+            return do_audit(name, staged)
+
+        @task(task_id="publish", outlets=[asset])
+        def publish(audited: dict[str, Any], **context: Any) -> dict[str, Any]:
+            flag = bool(context["params"].get("publish_on_failure"))
+            summary = do_publish(name, audited, publish_on_failure=flag)
+            if summary.get("status") == "published":
+                _, out = get_job(name).locations(audited["root"])
+                context["outlet_events"][asset].extra = {
+                    "output": out, "version": summary.get("version"),
+                    "run_id": summary.get("run_id"), "firings": summary.get("firings")}
+            return summary
+
+        published = publish(audit(run(planned)))
+        published >> report(planned)
+    return dag
+
+
+def _spark_submit_task(name: str, conn_id: str) -> Any:
+    """``spark-submit jobs/run_pipeline.py`` over the planned partitions (a Spark cluster)."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    pull = "ti.xcom_pull(task_ids='plan')"
+    return SparkSubmitOperator(
+        task_id="run", conn_id=conn_id, application=str(REPO / "jobs" / "run_pipeline.py"),
+        name=f"windowlib-{name}",
+        application_args=["--pipeline", name, "--root", "{{ " + pull + "['root'] }}",
+                          "--first", "{{ " + pull + "['partitions'][0] }}",
+                          "--last", "{{ " + pull + "['partitions'][1] }}", "--json"],
+        env_vars={"WINDOWLIB_REGISTRY": os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)})
+
+
+def build_pipeline_dags() -> dict[str, DAG]:
+    """``{dag_id: DAG}`` for every registered pipeline."""
+    dags = {}
+    for job in registry_module().registry().values():
+        d = build_dag(job)
+        dags[d.dag_id] = d
+    return dags

@@ -1,0 +1,236 @@
+"""Local Airflow 3 services for windowlib: api-server, scheduler and dag-processor.
+
+    python infra/airflow_services.py [--port 8080] [--home .local/airflow] [--root URI]
+
+``start()`` migrates the metadata DB (SQLite in ``home``), starts the three services on
+127.0.0.1, each in its own process group (``setsid``), waits until ``/api/v2/monitor/health``
+reports healthy and returns an :class:`AirflowServices`; ``stop()`` sends SIGTERM to each
+process group (then SIGKILL after a grace period). ``main()`` prints the UI address and the
+login and stops everything on Ctrl-C / SIGTERM.
+
+Invariants:
+
+* Configuration is environment only (no edits to ``airflow.cfg``): DAGS_FOLDER is the repo's
+  ``dags/``, no examples, DAGs are not paused at creation, ``PARALLELISM=4``, the simple auth
+  manager with one ``admin`` user whose password is generated once into
+  ``{home}/passwords.json`` (mode 0600) and reused; one JWT secret, also generated once into
+  ``{home}/jwt_secret`` (0600), is shared by all services so task tokens verify.
+* ``WINDOWLIB_ROOT`` defaults to ``file://<repo>/.local/lake``; an existing value is kept.
+  ``WINDOWLIB_DAG_START_DATE`` defaults to three hours ago, so catchup creates only a few
+  scheduled runs; older data is processed with backfills (UI or ``windowlib_backfill``).
+* Secrets are never logged; the password is printed only by ``main()`` (the login banner).
+* Service logs go to ``{home}/logs/{service}.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SERVICES = ("api-server", "scheduler", "dag-processor")
+USER = "admin"
+
+
+@dataclass
+class AirflowServices:
+    """Running services: the URL, the login and the processes (one process group each)."""
+
+    home: Path
+    port: int
+    username: str
+    password: str = field(repr=False)
+    env: dict[str, str] = field(repr=False, default_factory=dict)
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def token(self) -> str:
+        """A bearer token for the REST API (``POST /auth/token``)."""
+        body = json.dumps({"username": self.username, "password": self.password}).encode()
+        req = urllib.request.Request(f"{self.url}/auth/token", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())["access_token"]
+
+    def stop(self, grace: float = 30.0) -> None:
+        stop(self, grace)
+
+
+def _secret_file(path: Path, make: callable) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    value = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(value)
+    return value
+
+
+def credentials(home: Path) -> tuple[str, str, Path]:
+    """``(username, password, passwords_file)``; the password is generated on first use."""
+    file = home / "passwords.json"
+    text = _secret_file(file, lambda: json.dumps({USER: secrets.token_urlsafe(12)}))
+    return USER, json.loads(text)[USER], file
+
+
+def airflow_env(home: Path, port: int = 8080, root: str | None = None,
+                dags: Path | None = None, extra: dict[str, str] | None = None
+                ) -> dict[str, str]:
+    """The environment every service (and the ``airflow`` CLI) runs with."""
+    home = home.resolve()
+    _, _, passwords = credentials(home)
+    jwt = _secret_file(home / "jwt_secret", lambda: secrets.token_urlsafe(32))
+    venv_bin = str(Path(sys.executable).parent)
+    env = dict(os.environ)
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str((dags or REPO / "dags").resolve()),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW__CORE__AUTH_MANAGER":
+            "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API_AUTH__JWT_SECRET": jwt,
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__API__WORKERS": "1",
+        "WINDOWLIB_ROOT": root or os.environ.get("WINDOWLIB_ROOT")
+        or (REPO / ".local" / "lake").as_uri(),
+        # catchup=True: without a start, the scheduler would create a run per hour since
+        # 2024-03-01; locally start three hours ago (override by setting the variable)
+        "WINDOWLIB_DAG_START_DATE": os.environ.get("WINDOWLIB_DAG_START_DATE") or time.strftime(
+            "%Y-%m-%dT%H:00:00+00:00", time.gmtime(time.time() - 3 * 3600)),
+        "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))
+                                      if p),
+    })
+    env.update(extra or {})
+    return env
+
+
+def healthy(url: str) -> bool:
+    """Whether ``/api/v2/monitor/health`` reports the metadatabase and scheduler healthy."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as resp:
+            data = json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    return all((data.get(k) or {}).get("status") == "healthy"
+               for k in ("metadatabase", "scheduler"))
+
+
+def start(home: Path | str | None = None, port: int = 8080, root: str | None = None, *,
+          dags: Path | None = None, wait: bool = True, timeout: float = 300.0,
+          extra_env: dict[str, str] | None = None) -> AirflowServices:
+    """Migrate the DB and start the services; with ``wait``, block until healthy (raises
+    ``TimeoutError`` after ``timeout`` s, stopping what it started). ``extra_env`` overrides
+    the environment of every service (tests: a registry, a DAG start date)."""
+    home = Path(home or REPO / ".local" / "airflow").resolve()
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    env = airflow_env(home, port, root, dags, extra_env)
+    user, password, _ = credentials(home)
+    airflow = str(Path(sys.executable).parent / "airflow")
+    with open(home / "logs" / "db-migrate.log", "w") as log:
+        subprocess.run([airflow, "db", "migrate"], env=env, stdout=log,
+                       stderr=subprocess.STDOUT, check=True, cwd=REPO)
+    services = AirflowServices(home, port, user, password, env)
+    commands = {"api-server": [airflow, "api-server", "--host", "127.0.0.1", "--port",
+                               str(port)],
+                "scheduler": [airflow, "scheduler"], "dag-processor": [airflow, "dag-processor"]}
+    try:
+        for name in SERVICES:
+            log = open(home / "logs" / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+            services.processes[name] = subprocess.Popen(
+                commands[name], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                start_new_session=True)
+            log.close()
+        if wait:
+            deadline = time.monotonic() + timeout
+            while not healthy(services.url):
+                dead = [n for n, p in services.processes.items() if p.poll() is not None]
+                if dead:
+                    raise RuntimeError(f"Airflow service(s) {dead} exited; see "
+                                       f"{home / 'logs'}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"Airflow not healthy at {services.url} after "
+                                       f"{timeout:.0f} s; see {home / 'logs'}")
+                time.sleep(2)
+    except BaseException:
+        stop(services)
+        raise
+    return services
+
+
+def stop(services: AirflowServices, grace: float = 30.0) -> None:
+    """SIGTERM each service's process group, SIGKILL what is left after ``grace`` s."""
+    procs = [p for p in services.processes.values() if p.poll() is None]
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=10)
+    for p in services.processes.values():  # stragglers in the groups (task processes)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Start Airflow 3 locally for windowlib.")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--home", default=str(REPO / ".local" / "airflow"))
+    parser.add_argument("--root", default=None, help="WINDOWLIB_ROOT (default: .local/lake)")
+    args = parser.parse_args(argv)
+    print("starting Airflow (api-server, scheduler, dag-processor); this takes ~1 min ...",
+          flush=True)
+    services = start(args.home, args.port, args.root)
+    stopping = False
+
+    def _stop(_sig: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    print(f"Airflow UI: {services.url}  login: {services.username} / {services.password}\n"
+          f"lake root: {services.env['WINDOWLIB_ROOT']}  logs: {services.home / 'logs'}\n"
+          "Ctrl-C stops all services.", flush=True)
+    try:
+        while not stopping:
+            if any(p.poll() is not None for p in services.processes.values()):
+                print("a service exited; stopping the others", file=sys.stderr)
+                break
+            time.sleep(1)
+    finally:
+        stop(services)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""DAG integrity: every file in ``dags/`` parses without import errors, imports no heavy module
+at top level, yields one DAG per registered pipeline with the scheduling contract of issue 5,
+and the backfill DAG's Params reject bad input."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+from conftest import DAGS, REPO, subprocess_env
+
+pytestmark = pytest.mark.airflow
+
+DAG_FILES = sorted(p.name for p in DAGS.glob("windowlib_*.py"))
+HEAVY = ("pyspark", "great_expectations", "windowlib.runs", "windowlib.engines.spark",
+         "windowlib.quality.validate")
+
+_PROBE = """
+import json, sys, time
+t = time.perf_counter()
+import importlib
+module = importlib.import_module(sys.argv[1])
+seconds = time.perf_counter() - t
+heavy = [m for m in json.loads(sys.argv[2]) if m in sys.modules]
+dags = sorted(k for k, v in vars(module).items() if type(v).__name__ == "DAG")
+print(json.dumps({"seconds": seconds, "heavy": heavy, "dags": dags}))
+"""
+
+
+def _import_in_subprocess(module: str, **env: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PROBE, module, json.dumps(HEAVY)],
+                          env=subprocess_env(**env), capture_output=True, text=True,
+                          timeout=600, cwd=str(REPO))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _registry() -> dict:
+    from jobs.registry import registry
+
+    return registry()
+
+
+@pytest.mark.parametrize("file", DAG_FILES)
+def test_dag_file_imports_cleanly_without_heavy_modules(file):
+    found = _import_in_subprocess(file[:-3])
+    # the 2 s budget of the issue is measured and reported, not asserted (a shared machine)
+    print(f"\n{file}: imported in {found['seconds']:.2f} s, DAGs {found['dags']}")
+    assert found["heavy"] == [], f"{file} imports heavy modules at parse time: {found['heavy']}"
+    assert found["dags"], f"{file} defines no DAG"
+
+
+def test_dagbag_has_no_import_errors_and_one_dag_per_pipeline():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS))
+    assert bag.import_errors == {}
+    expected = {f"windowlib_{name}" for name in _registry()} | {"windowlib_backfill"}
+    assert set(bag.dag_ids) == expected
+    assert "_windowlib_factory.py" in (DAGS / ".airflowignore").read_text()
+
+
+def test_pipeline_dags_follow_the_scheduling_contract(pipelines_module):
+    from airflow.sdk import CronDataIntervalTimetable
+
+    jobs = _registry()
+    for name, job in jobs.items():
+        dag = getattr(pipelines_module, f"windowlib_{name}")
+        assert isinstance(dag.timetable, CronDataIntervalTimetable)
+        assert dag.timetable.expression == job.schedule
+        assert str(dag.timetable.timezone) in ("UTC", "Timezone('UTC')")
+        assert dag.catchup is True and dag.max_active_runs == 1
+        assert dag.default_args["retries"] > 0 and dag.default_args["retry_exponential_backoff"]
+        assert set(job.tags) <= set(dag.tags) and "windowlib" in dag.tags
+        assert job.description in dag.doc_md and job.schedule in dag.doc_md
+        assert job.pipeline.fingerprint in dag.doc_md
+        assert set(dag.params.dump()) == {"root", "publish_on_failure"}
+        order = ["plan", "run", "audit", "publish", "report"]
+        assert dag.task_ids == order
+        for up, down in itertools.pairwise(order):
+            assert down in dag.get_task(up).downstream_task_ids
+        assert type(dag.get_task("plan")).__name__ == "_ShortCircuitDecoratedOperator"
+        outlets = dag.get_task("publish").outlets
+        assert [a.uri for a in outlets] == [job.locations(
+            __import__("jobs.registry").registry.default_root())[1]]
+
+
+def test_root_param_rejects_non_uri(pipelines_module):
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    params = copy.deepcopy(pipelines_module.windowlib_clickstream_demo.params)
+    params["root"] = "s3://bucket/prefix"
+    with pytest.raises(ParamValidationError):
+        params["root"] = "../../etc"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("pipeline", "no_such_pipeline"), ("first", "2024-03-01 00:00"), ("last", "03/01/2024"),
+    ("first", "2024-03-01T00/../x"), ("mode", "delete_everything"), ("dry_run", "yes"),
+    ("root", "http://example.com/lake")])
+def test_backfill_params_reject_bad_input(backfill_module, key, value):
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    params = copy.deepcopy(backfill_module.dag.params)
+    with pytest.raises(ParamValidationError):
+        params[key] = value
+
+
+def test_backfill_params_accept_every_registered_pipeline(backfill_module):
+    params = copy.deepcopy(backfill_module.dag.params)
+    assert params.get_param("pipeline").schema["enum"] == sorted(_registry())
+    for name in _registry():
+        params["pipeline"] = name
+    params.update({"first": "2013-01-01", "last": "2013-01-31", "mode": "rebuild",
+                   "dry_run": True})
+    assert params.validate()["mode"] == "rebuild"
+
+
+def test_run_key_is_safe_and_stable():
+    from _windowlib_factory import run_key
+
+    key = run_key("windowlib_x", "manual__2024-03-01T01:00:00+00:00")
+    assert key == "windowlib_x:manual__2024-03-01T01:00:00+00:00"
+    odd = run_key("windowlib_x", "my run/../§" + "y" * 300)
+    assert len(odd) <= 160 and "/" not in odd and " " not in odd
+    assert odd == run_key("windowlib_x", "my run/../§" + "y" * 300)
+    assert odd != run_key("windowlib_x", "my run/../§" + "y" * 299)
+
+
+def test_manual_run_without_interval_uses_the_step_before_run_after():
+    from _windowlib_factory import interval_of
+
+    from jobs.registry import get
+
+    class Run:
+        run_after = datetime(2024, 3, 1, 5, 17, tzinfo=UTC)
+
+    start, end = interval_of({"data_interval_start": None, "dag_run": Run()},
+                             get("clickstream_demo"))
+    assert (start, end) == (datetime(2024, 3, 1, 4, tzinfo=UTC),
+                            datetime(2024, 3, 1, 5, tzinfo=UTC))
+
+
+def test_spark_connection_switches_run_to_spark_submit():
+    probe = """
+import json, windowlib_pipelines as m
+d = m.windowlib_clickstream_demo
+run = d.get_task("run")
+print(json.dumps({"ids": d.task_ids, "type": type(run).__name__, "conn": run._conn_id,
+                  "app": run.application, "args": run.application_args}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=subprocess_env(WINDOWLIB_SPARK_CONN_ID="spark_local"),
+                          timeout=600, cwd=str(REPO))
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    assert info["ids"] == ["plan", "report", "run"] or sorted(info["ids"]) == sorted(
+        ["plan", "run", "report"])
+    assert info["type"] == "SparkSubmitOperator" and info["conn"] == "spark_local"
+    assert info["app"] == str(REPO / "jobs" / "run_pipeline.py")
+    assert info["args"][:2] == ["--pipeline", "clickstream_demo"] and "--first" in info["args"]
