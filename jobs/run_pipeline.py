@@ -4,10 +4,12 @@
                                 [--rebuild] [--dry-run] [--json]
     spark-submit --master spark://... jobs/run_pipeline.py --pipeline NAME --root s3://...
 
-It looks the job up in ``jobs.registry``, gets a SparkSession (the one ``spark-submit``
-configured, a Spark Connect session when ``SPARK_REMOTE`` is set, else a local one) and calls
-``windowlib.run_incremental`` (SPEC §9) with the job's source, checkpoint and output locations
-under ``--root`` (default ``$WINDOWLIB_ROOT`` or ``file://<repo>/.local/lake``).
+It looks the job up in the registry (``jobs.registry``, or the module named by
+``WINDOWLIB_REGISTRY``), gets a SparkSession (the one ``spark-submit`` configured, a Spark
+Connect session when ``SPARK_REMOTE`` is set, else a local one) and runs it through
+``windowlib.runs.operations`` (an incremental run with the job's GX gate, or ``--rebuild``: a new
+state generation over ``--first..--last``) with the job's source, checkpoint and output
+locations under ``--root`` (default ``$WINDOWLIB_ROOT`` or ``file://<repo>/.local/lake``).
 
 Exit codes: 0 success; 2 a user error (bad arguments, unknown pipeline, invalid definition or
 input, a checkpoint that needs ``--rebuild``); 1 anything else. Errors print ``[CODE] message``
@@ -82,8 +84,9 @@ def _partitions(job: Any, first: str | None, last: str | None) -> tuple[str, str
 def plan(args: argparse.Namespace) -> dict[str, Any]:
     """Validate the arguments and resolve everything a run needs (no Spark)."""
     from jobs import registry
+    from windowlib.runs.operations import get_job
 
-    job = registry.get(args.pipeline)
+    job = get_job(args.pipeline)     # honours WINDOWLIB_REGISTRY, like the DAGs
     root = registry.validate_root(args.root) if args.root else registry.default_root()
     checkpoint, output = job.locations(root)
     return {"job": job, "root": root, "source_uri": job.source.uri(root),
