@@ -40,7 +40,7 @@ from windowlib.engines.spark.general import (
     SUB,
     B,
     N,
-    _naive_type,
+    naive_type,
     run_general,
 )
 
@@ -290,4 +290,4 @@ def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
 def _naive_schema(schema: Any) -> Any:
     import pyarrow as pa
 
-    return pa.schema([pa.field(f.name, _naive_type(f.type), f.nullable) for f in schema])
+    return pa.schema([pa.field(f.name, naive_type(f.type), f.nullable) for f in schema])

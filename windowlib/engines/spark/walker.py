@@ -1,0 +1,477 @@
+"""The general path's walker: runs in the Python workers over key-sorted Arrow batches.
+
+One ``KeyDriver`` per key run (SPEC §1 per bundle: processing-time timers, the key's elements,
+watermark timers; ``finish`` at the end of a finalized input); keys without elements in a
+bundle are visited only when one of their timers is due there (bisection in the monotone
+``P``/``W`` sequences). Saved pane state (``state.py``) is parsed only when the key has work to
+do; otherwise it is copied through. Output rows are the tagged schema of ``general.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from windowlib.core.codec import decode, encode
+from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
+from windowlib.core.errors import ExecutionError, StateError
+from windowlib.core.pipeline import Pipeline
+from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
+from windowlib.engines.spark.columns import (
+    ABSENT,
+    CHECK_EVERY,
+    FLUSH_ROWS,
+    FORMAT,
+    NEXT_ET,
+    NEXT_PT,
+    PHASE_ELEMENTS,
+    PHASE_FINISH,
+    PHASE_TIMERS_PT,
+    PHASE_TIMERS_WM,
+    SIZE,
+    STATE,
+)
+from windowlib.engines.spark.state import STATE_FORMAT_VERSION
+
+
+@dataclass
+class WalkConfig:
+    pipeline: Pipeline
+    arrivals: dict
+    processing_times: list
+    watermarks: list
+    initial_watermark: int
+    finalize: bool
+    user_columns: tuple
+    json_columns: tuple
+    seq_column: str | None
+    has_absent: bool
+    result_mode: str
+    result_names: tuple
+    max_key_state: int
+    out_schema_json: str
+    large_types: bool
+    has_state: bool = False
+    emit_state: bool = False
+    initial_processing_time: int = MIN_TS
+
+
+def make_walker(config: WalkConfig) -> Any:
+    def walk(batches: Iterator[Any]) -> Iterator[Any]:
+        yield from _Walker(config).run(batches)
+
+    return walk
+
+
+def naive_type(t: Any) -> Any:
+    """The same Arrow type with time zones dropped (UTC wall time), recursively."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return pa.timestamp(t.unit)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, naive_type(f.type), f.nullable) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, naive_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(pa.field(t.value_field.name, naive_type(t.value_type)))
+    return t
+
+
+class _WalkSink(Sink):
+    """Routes the driver's firings to the walker (with the clock at emission time)."""
+
+    def __init__(self, walker: _Walker) -> None:
+        super().__init__()
+        self.walker = walker
+
+    def firing(self, row: dict) -> None:
+        self.walker.emit_firing(row)
+
+    def late_element(self, row: dict, watermark: int) -> None:
+        return None  # the walker emits late rows itself, with the element as read
+
+    def side_output(self, tag: str, value: Any) -> None:
+        self.walker.emit_side(tag, value)
+
+
+class _Walker:
+    """Walks key runs of one partition; see the module docstring."""
+
+    def __init__(self, config: WalkConfig) -> None:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import StructType
+
+        self.config = config
+        self.logic = config.pipeline.compile()
+        self.clock = Clock()
+        self.clock.watermark = config.initial_watermark
+        self.clock.processing_time = config.initial_processing_time
+        self.sink = _WalkSink(self)
+        self.P = config.processing_times
+        self.W = config.watermarks
+        self.n_bundles = len(self.P)
+        out_schema = StructType.fromJson(json.loads(config.out_schema_json))
+        self.arrow_schema = to_arrow_schema(out_schema, timezone="UTC",
+                                            prefers_large_types=config.large_types)
+        self.pa = pa
+        self.rows: list[tuple] = []
+        self.n = 0
+        key_columns = self.logic.key_columns
+        self.key_columns = key_columns
+        self.result_mode = config.result_mode
+        self.result_names = config.result_names
+        self.n_results = len(config.result_names)
+        self.skip_in_json = frozenset(key_columns) | {
+            "window_start", "window_end", "pane_index", "timing", "is_final", "retract"}
+        self.allowed_result_keys = self.skip_in_json | set(config.result_names)
+        self.retracting = self.logic.retracting
+        self.no_keys = (None,) * len(key_columns)
+        # per key
+        self.key: tuple | None = None
+        self.out_key: tuple = ()       # the key as read (JSON text for the test harness)
+        self.driver: KeyDriver | None = None
+        self.b_open = -1
+        self.b_next = 0
+        self.b = 0
+        self.phase = PHASE_ELEMENTS
+        self.sub = 0
+        self.since_check = 0
+        self.pending: tuple | None = None   # the key's saved state, not parsed yet
+        self.processed = 0
+        self.tail_none = (None,) * 5        # STATE .. VALUE of non-state rows
+
+    # --- output ----------------------------------------------------------------------------
+    def _meta(self, kind: str) -> tuple:
+        self.n += 1
+        return (kind, self.b, self.phase, self.sub, self.n)
+
+    def emit_firing(self, row: dict) -> None:
+        clock = self.clock
+        head = self._meta("firing")
+        keys = self.out_key
+        meta = (row["window_start"], row["window_end"], row["pane_index"], row["timing"],
+                row["is_final"])
+        if self.retracting:
+            meta = (*meta, row.get("retract", False))
+        times = (_finite(clock.watermark), _finite(clock.processing_time))
+        mode = self.result_mode
+        if mode == "json":
+            payload = {k: v for k, v in row.items() if k not in self.skip_in_json}
+            results: tuple = (json.dumps(encode(payload), separators=(",", ":")),)
+        else:
+            results = tuple(row.get(name) for name in self.result_names)
+            if mode == "schema" and not self.allowed_result_keys.issuperset(row):
+                extra = set(row) - self.allowed_result_keys
+                if extra:
+                    raise ExecutionError(
+                        f"the window function returned columns {sorted(extra)} that are not "
+                        f"in result_schema ({', '.join(self.result_names)})",
+                        code="RESULT_SCHEMA_MISMATCH")
+        self.rows.append((*head, *keys, *meta, *times, *results, None, None, *self.tail_none))
+
+    def emit_element(self, kind: str, element: dict, reason: str, watermark: int | None
+                     ) -> None:
+        head = self._meta(kind)
+        tail = (None,) * (5 + (1 if self.retracting else 0))
+        self.rows.append((*head, *self.no_keys, *tail, watermark, _finite(self.P[self.b]),
+                          *((None,) * self.n_results), element, reason, *self.tail_none))
+
+    def _bare_row(self, kind: str, keys: tuple, times: tuple, reason: str | None,
+                  state: tuple) -> None:
+        head = self._meta(kind)
+        meta = (None,) * (5 + (1 if self.retracting else 0))
+        self.rows.append((*head, *keys, *meta, *times, *((None,) * self.n_results), None,
+                          reason, *state))
+
+    def emit_side(self, tag: str, value: Any) -> None:
+        clock = self.clock
+        value_json = json.dumps(encode(value), separators=(",", ":"))
+        self._bare_row("side", self.out_key,
+                       (_finite(clock.watermark), _finite(clock.processing_time)), tag,
+                       (None, None, None, None, value_json))
+
+    def emit_state(self, text: str, next_et: int | None, next_pt: int | None, size: int
+                   ) -> None:
+        self._bare_row("state", self.out_key, (None, None), None,
+                       (text, next_et, next_pt, size, None))
+
+    def flush(self) -> Any:
+        pa = self.pa
+        rows, self.rows = self.rows, []
+        schema = self.arrow_schema
+        columns = list(zip(*rows)) if rows else [()] * len(schema)
+        arrays = []
+        for field, values in zip(schema, columns):
+            try:
+                arrays.append(pa.array(values, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
+                raise ExecutionError(
+                    f"output column {field.name!r} cannot hold the values the pipeline "
+                    f"produced ({exc}); for Python window functions pass a matching "
+                    "result_schema or leave it unset to get result_json",
+                    code="RESULT_SCHEMA_MISMATCH") from exc
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    # --- per key ---------------------------------------------------------------------------
+    def start_key(self, key: tuple) -> None:
+        self.key = key
+        self.driver = None
+        self.pending = None
+        self.b_open = -1
+        self.b_next = 0
+        self.since_check = 0
+
+    def hold_state(self, text: str, next_et: int | None, next_pt: int | None, size: int,
+                   version: int) -> None:
+        """Keep the key's saved state; it is parsed only when the key has work to do."""
+        if version != STATE_FORMAT_VERSION:
+            raise StateError(f"pane state of key {self.key!r} has format_version {version!r}; "
+                             f"this windowlib reads {STATE_FORMAT_VERSION}",
+                             code="CHECKPOINT_FORMAT_UNSUPPORTED")
+        self.pending = (text, next_et, next_pt, size)
+
+    def _restore_pending(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        try:
+            data = json.loads(pending[0])
+            self.driver = KeyDriver.restore(self.logic, self.key, self.clock, self.sink, data)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            raise StateError(f"pane state of key {self.key!r} is corrupt ({exc!r}); restore "
+                             "an intact checkpoint version or rebuild (backfill --rebuild)",
+                             code="CHECKPOINT_CORRUPT") from exc
+
+    def _idle(self) -> bool:
+        """True when the pending state has nothing due in this run (pass it through)."""
+        if self.config.finalize or not self.n_bundles:
+            return not self.config.finalize
+        _, next_et, next_pt, _ = self.pending
+        return ((next_et is None or next_et > self.W[-1])
+                and (next_pt is None or next_pt > self.P[-1]))
+
+    def _new_driver(self) -> KeyDriver:
+        return KeyDriver(self.logic, self.key, self.clock, self.sink)
+
+    def _drop_if_empty(self) -> None:
+        driver = self.driver
+        if driver is not None and driver.is_empty():
+            self.driver = None
+
+    def open_bundle(self, b: int) -> None:
+        if self.pending is not None:
+            self._restore_pending()
+        if self.b_open >= 0:
+            self.close_bundle()
+        self.timers_until(b)
+        clock = self.clock
+        clock.processing_time = self.P[b]
+        clock.watermark = self.W[b - 1] if b > 0 else self.config.initial_watermark
+        self.b, self.phase, self.sub = b, PHASE_TIMERS_PT, 0
+        if self.driver is not None:
+            self.driver.advance_processing_time()
+            self._drop_if_empty()
+        self.b_open = b
+        self.phase = PHASE_ELEMENTS
+
+    def close_bundle(self) -> None:
+        b = self.b_open
+        self._drop_if_empty()
+        self.clock.watermark = self.W[b]
+        self.b, self.phase, self.sub = b, PHASE_TIMERS_WM, 0
+        if self.driver is not None:
+            self.driver.advance_watermark()
+            self._drop_if_empty()
+        self.b_open = -1
+        self.b_next = b + 1
+
+    def timers_until(self, end: int) -> None:
+        """Fire what is due in bundles ``[b_next, end)`` (where the key has no elements)."""
+        lo = self.b_next
+        P, W, clock = self.P, self.W, self.clock
+        while lo < end and self.driver is not None:
+            driver = self.driver
+            te, tp = driver.next_timer(EVENT), driver.next_timer(PROCESSING)
+            if te is None and tp is None:
+                break
+            j = end
+            if tp is not None:
+                j = bisect_left(P, tp, lo, end)
+            if te is not None:
+                j = min(j, bisect_left(W, te, lo, end))
+            if j >= end:
+                break
+            clock.processing_time = P[j]
+            clock.watermark = W[j - 1] if j > 0 else self.config.initial_watermark
+            self.b, self.phase, self.sub = j, PHASE_TIMERS_PT, 0
+            driver.advance_processing_time()
+            self._drop_if_empty()
+            if self.driver is None:
+                break
+            clock.watermark = W[j]
+            self.phase = PHASE_TIMERS_WM
+            driver.advance_watermark()
+            self._drop_if_empty()
+            lo = j + 1
+        self.b_next = max(self.b_next, end)
+
+    def finish_key(self) -> None:
+        if self.key is None:
+            return
+        if self.pending is not None:
+            if self._idle():
+                if self.config.emit_state:
+                    self.emit_state(*self.pending)
+                self.pending = None
+                self.key = None
+                return
+            self._restore_pending()
+        if self.b_open >= 0:
+            self.close_bundle()
+        self.timers_until(self.n_bundles)
+        driver = self.driver
+        if self.config.finalize and driver is not None:
+            self.b, self.phase, self.sub = self.n_bundles, PHASE_FINISH, 0
+            driver.finish()
+        if self.config.emit_state and driver is not None and not driver.is_empty():
+            self.emit_state(json.dumps(driver.snapshot(), separators=(",", ":")),
+                            driver.next_timer(EVENT), driver.next_timer(PROCESSING),
+                            self.state_size(driver))
+        self.driver = None
+        self.key = None
+
+    @staticmethod
+    def state_size(driver: KeyDriver) -> int:
+        """Live entries of a key: open windows + buffered elements (accumulators count 1)."""
+        size = len(driver.records)
+        for contents in driver.contents.values():
+            size += len(contents) if type(contents) is list else 1
+        return size
+
+    def check_state(self) -> None:
+        driver = self.driver
+        if driver is None:
+            return
+        size = self.state_size(driver)
+        limit = self.config.max_key_state
+        if size > limit:
+            raise ExecutionError(
+                f"key {self.key!r} holds {size} live state entries (buffered elements + open "
+                f"windows), above the limit max_key_state={limit}; raise max_key_state, "
+                "pre-aggregate (aggregate/reduce instead of process/apply), or add a trigger "
+                "that purges", code="KEY_STATE_LIMIT")
+
+    # --- the partition loop ----------------------------------------------------------------
+    def run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        pa = self.pa
+        config = self.config
+        user_columns = config.user_columns
+        json_columns = set(config.json_columns)
+        key_idx = [user_columns.index(c) for c in self.key_columns]
+        single = key_idx[0] if len(key_idx) == 1 else None
+        arrivals = config.arrivals
+        P = self.P
+        skew = self.logic.max_future_skew_ms
+        check_every = min(CHECK_EVERY, max(1, config.max_key_state))
+        seq_column = config.seq_column
+        naive_schema = None
+        last_arrival: Any = object()
+        b = 0
+        horizon: int | None = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if naive_schema is None:
+                naive_schema = pa.schema([pa.field(f.name, naive_type(f.type), f.nullable)
+                                          for f in batch.schema])
+            if naive_schema != batch.schema:
+                batch = batch.cast(naive_schema)
+            raw_cols = [batch.column(c).to_pylist() for c in user_columns]
+            if json_columns:
+                cols = [[None if v is None else decode(json.loads(v)) for v in col]
+                        if c in json_columns else col
+                        for c, col in zip(user_columns, raw_cols)]
+            else:
+                cols = raw_cols
+            arrival_col = batch.column(ARRIVAL).to_pylist()
+            ts_col = batch.column(TS).to_pylist()
+            reason_col = batch.column(TREASON).to_pylist()
+            seq_col = batch.column(seq_column).to_pylist() if seq_column else None
+            absent_col = batch.column(ABSENT).to_pylist() if config.has_absent else None
+            state_col = batch.column(STATE).to_pylist() if config.has_state else None
+            keyed_cols = [cols[i] for i in key_idx]
+            for i, values in enumerate(zip(*cols)):
+                if single is not None:
+                    key = (values[single],)
+                elif keyed_cols:
+                    key = tuple(values[j] for j in key_idx)
+                else:
+                    key = ()
+                if key != self.key or self.key is None:
+                    self.finish_key()
+                    self.start_key(key)
+                    self.out_key = key if cols is raw_cols else \
+                        tuple(raw_cols[j][i] for j in key_idx)
+                    if len(self.rows) >= FLUSH_ROWS:
+                        yield self.flush()
+                if state_col is not None and state_col[i] is not None:
+                    self.hold_state(state_col[i], batch.column(NEXT_ET)[i].as_py(),
+                                    batch.column(NEXT_PT)[i].as_py(),
+                                    batch.column(SIZE)[i].as_py(),
+                                    batch.column(FORMAT)[i].as_py())
+                    continue
+                a = arrival_col[i]
+                if a != last_arrival:
+                    last_arrival = a
+                    b = arrivals[a]
+                    p = P[b]
+                    horizon = None if p == MIN_TS else p + skew
+                row = dict(zip(user_columns, values))
+                raw = row if cols is raw_cols else \
+                    dict(zip(user_columns, (col[i] for col in raw_cols)))
+                if absent_col is not None and absent_col[i]:
+                    for c in absent_col[i]:
+                        row.pop(c, None)
+                if b != self.b_open:
+                    self.open_bundle(b)
+                self.sub = seq_col[i] if seq_col is not None else self.sub + 1
+                reason = reason_col[i]
+                if reason is None:
+                    ts = ts_col[i]
+                    if horizon is not None and ts > horizon:
+                        reason = "future_timestamp"
+                    elif None in key:
+                        reason = "missing_key"
+                if reason is not None:
+                    self.emit_element("reject", raw, reason, None)
+                    continue
+                driver = self.driver
+                if driver is None:
+                    driver = self.driver = self._new_driver()
+                watermark = self.clock.watermark
+                if driver.process_element(row, ts):
+                    self.processed += 1
+                else:
+                    self.emit_element("late", raw, "too_late", _finite(watermark))
+                self.since_check += 1
+                if self.since_check >= check_every:
+                    self.since_check = 0
+                    self.check_state()
+            if len(self.rows) >= FLUSH_ROWS:
+                yield self.flush()
+        self.finish_key()
+        self.b = 0
+        self._bare_row("stats", self.no_keys, (None, None), None,
+                       (None, None, None, self.processed, None))
+        yield self.flush()
+
+
+def _finite(t: int) -> int | None:
+    """Clock values for output columns: the -inf/+inf sentinels become null."""
+    return None if t in (MIN_TS, MAX_TS) else t
