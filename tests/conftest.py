@@ -15,4 +15,7 @@ settings.register_profile("ci", max_examples=200, deadline=None, print_blob=True
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-pytest_plugins = ["s3_servers"]  # moto_s3 / seaweed_s3 fixtures (tests/s3_servers.py)
+pytest_plugins = [
+    "s3_servers",      # moto_s3 / seaweed_s3 fixtures (tests/s3_servers.py)
+    "spark_session",   # the shared session-scoped `spark` fixture
+]

@@ -38,12 +38,3 @@ def fall(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("lake_fall")
     return root, build_history(root, days=FALL_DAYS)
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from windowlib.engines.spark.session import get_or_create_session
-
-    session = get_or_create_session(app_name="windowlib-jobs-tests",
-                                    conf={"spark.sql.shuffle.partitions": "2"})
-    yield session

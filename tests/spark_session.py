@@ -1,4 +1,5 @@
-"""The Spark tier's shared SparkSession: one local session for the whole test run.
+"""The shared SparkSession fixture (a pytest plugin, registered in ``tests/conftest.py``): one
+local session for the whole test run, whichever tier asks for it first.
 
 Starting a session costs 6-19 s here (see ``../shared/NOTES.md``), so it is session-scoped.
 Test modules whose functions run inside Spark tasks register themselves with
