@@ -12,48 +12,24 @@ they equal the reference engine. The fixture's teardown checks that ``stop()`` e
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import os
 import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from transcript_checks import CASES, checks, ship_by_value
 
 import windowlib as wl
 from windowlib.testing import Bundle, run_bundles
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"
 
-
-def _import(name: str, path: Path):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-checks = _import("windowlib_transcripts_checks", TRANSCRIPTS / "test_transcripts.py")
-CASES = [c for c in checks.CASES if c.doc.get("build_error") is None]
 THREADS = 4
 
 
-def _ship_to_workers() -> None:
-    # the canned functions of the transcripts live in a module the server's workers cannot import
-    from pyspark import cloudpickle
-
-    for module in (checks.loader, sys.modules[__name__]):
-        with contextlib.suppress(ValueError):   # already registered
-            cloudpickle.register_pickle_by_value(module)
-
-
-_ship_to_workers()
+ship_by_value(sys.modules[__name__])   # the canned functions defined here
 
 
 def _port_open(port: int) -> bool:

@@ -11,12 +11,8 @@ prefix.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from transcript_checks import CASES, checks
 
 import windowlib as wl
 import windowlib.engines.spark.testing as spark_testing
@@ -24,32 +20,6 @@ from windowlib.engines.spark.planner import plan_path
 
 pytestmark = pytest.mark.spark
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"
-
-
-def _import(name: str, path: Path):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-checks = _import("windowlib_transcripts_checks", TRANSCRIPTS / "test_transcripts.py")
-loader = checks.loader
-
-
-def _ship_to_workers() -> None:
-    # the canned functions live in a module Spark's Python workers cannot import
-    from pyspark import cloudpickle
-
-    with contextlib.suppress(ValueError):   # already registered
-        cloudpickle.register_pickle_by_value(loader)
-
-
-_ship_to_workers()
-CASES = [c for c in checks.CASES if c.doc.get("build_error") is None]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
