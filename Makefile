@@ -23,7 +23,7 @@ demo: setup
 	@$(PY) -m jobs.demo
 
 lint: setup
-	@$(VENV)/bin/ruff check windowlib jobs dags tests benchmarks
+	@$(VENV)/bin/ruff check windowlib jobs dags tests benchmarks docs
 
 bench: setup
 	@$(PY) benchmarks/reference_engine.py

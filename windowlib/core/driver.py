@@ -374,11 +374,10 @@ class KeyDriver:
         evictor = logic.evictor
         if evictor is not None:
             elements = list(contents or ())
-            if not evictor.do_evict_after:
-                evictor.evict_before(elements, len(elements), window, context)
+            # Both hooks always run (Flink's contract); built-in evictors act in one of them.
+            evictor.evict_before(elements, len(elements), window, context)
             results = runner.results(self.key_arg, window, context, elements)
-            if evictor.do_evict_after:
-                evictor.evict_after(elements, len(elements), window, context)
+            evictor.evict_after(elements, len(elements), window, context)
             self.contents[state_window] = elements or None
         else:
             results = runner.results(self.key_arg, window, context, contents)
