@@ -30,6 +30,11 @@ Invariants:
 * A failed audit blocks the publish (staged files removed, nothing visible) and then fails the
   task with ``AirflowFailException`` (no retry) naming the failed expectations and the Data
   Docs path; the ``publish_on_failure`` Param overrides and is recorded in the commit.
+* Spark in ``run``/``audit``/``publish``: a thin Spark Connect client when ``SPARK_REMOTE``
+  (``sc://host:port``) is set in the task's environment, or when
+  ``WINDOWLIB_SPARK_CONNECT_CONN_ID`` names an Airflow ``spark_connect`` connection (its URL is
+  then exported as ``SPARK_REMOTE`` for the rest of the task process); otherwise an
+  in-process local SparkSession. Resolved at run time, never at parse time.
 * With ``WINDOWLIB_SPARK_CONN_ID`` set at parse time, ``run`` is a ``SparkSubmitOperator`` that
   submits ``jobs/run_pipeline.py`` (which plans, stages and publishes in one job) and the DAG is
   ``plan -> run -> report``.
@@ -57,6 +62,7 @@ if str(REPO) not in sys.path:  # the registry (``jobs``) lives at the repository
 
 DEFAULT_REGISTRY = "jobs.registry"
 SPARK_CONN_ENV = "WINDOWLIB_SPARK_CONN_ID"
+SPARK_CONNECT_CONN_ENV = "WINDOWLIB_SPARK_CONNECT_CONN_ID"
 RETRY_DELAY_ENV = "WINDOWLIB_RETRY_DELAY_SECONDS"
 START_ENV, END_ENV = "WINDOWLIB_DAG_START_DATE", "WINDOWLIB_DAG_END_DATE"
 DEFAULT_START = datetime(2024, 3, 1, tzinfo=UTC)  # the synthetic clickstream's first hour
@@ -118,10 +124,28 @@ def report_path(root: str, name: str) -> str:
 
 # --- task bodies (module functions so tests and other DAGs can reuse them) -------------------
 
+def spark_remote() -> str | None:
+    """The Spark Connect URL tasks use: ``$SPARK_REMOTE``, else the URL of the Airflow
+    ``spark_connect`` connection named by ``$WINDOWLIB_SPARK_CONNECT_CONN_ID``, else ``None``
+    (an in-process local SparkSession)."""
+    url = os.environ.get("SPARK_REMOTE")
+    if url:
+        return url
+    conn_id = os.environ.get(SPARK_CONNECT_CONN_ENV)
+    if not conn_id:
+        return None
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    return SparkConnectHook(conn_id).get_connection_url()
+
+
 def _spark() -> Any:
     from windowlib.engines.spark.session import get_or_create_session
 
-    return get_or_create_session(app_name="windowlib-airflow")
+    url = spark_remote()
+    if url:  # every session lookup of this task process goes to the same server
+        os.environ["SPARK_REMOTE"] = url
+    return get_or_create_session(app_name="windowlib-airflow", remote=url)
 
 
 def _checkpoint(job: Any, root: str) -> Any:

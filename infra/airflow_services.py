@@ -3,10 +3,11 @@
     python infra/airflow_services.py [--port 8080] [--home .local/airflow] [--root URI]
 
 ``start()`` migrates the metadata DB (SQLite in ``home``), starts the three services on
-127.0.0.1, each in its own process group (``setsid``), waits until ``/api/v2/monitor/health``
-reports healthy and returns an :class:`AirflowServices`; ``stop()`` sends SIGTERM to each
-process group (then SIGKILL after a grace period). ``main()`` prints the UI address and the
-login and stops everything on Ctrl-C / SIGTERM.
+127.0.0.1, each in its own session (``setsid``), waits until ``/api/v2/monitor/health``
+reports healthy and returns an :class:`AirflowServices`; ``stop()`` sends SIGTERM to every
+process group of those sessions — the services and the task processes they started, which
+Airflow moves into groups of their own — then SIGKILL after a grace period. ``main()``
+prints the UI address and the login and stops everything on Ctrl-C / SIGTERM.
 
 Invariants:
 
@@ -182,12 +183,36 @@ def start(home: Path | str | None = None, port: int = 8080, root: str | None = N
     return services
 
 
+def _session_groups(sessions: set[int]) -> set[int]:
+    """Process groups of every live process whose session is one of ``sessions``: the services
+    run under ``setsid``, and Airflow's task supervisors move into process groups of their own
+    (inside the same session), so killing the services' groups alone would orphan them."""
+    groups = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        pgid, sid = int(fields[2]), int(fields[3])
+        if sid in sessions:
+            groups.add(pgid)
+    return groups
+
+
+def _signal_groups(groups: set[int], sig: int) -> None:
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)
+
+
 def stop(services: AirflowServices, grace: float = 30.0) -> None:
-    """SIGTERM each service's process group, SIGKILL what is left after ``grace`` s."""
+    """SIGTERM the services' process groups and every process group of their sessions (task
+    processes and their Spark JVMs), then SIGKILL what is left after ``grace`` s."""
+    sessions = {p.pid for p in services.processes.values()}
     procs = [p for p in services.processes.values() if p.poll() is None]
-    for p in procs:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGTERM)
+    _signal_groups(_session_groups(sessions) | {p.pid for p in procs}, signal.SIGTERM)
     deadline = time.monotonic() + grace
     for p in procs:
         try:
@@ -196,9 +221,10 @@ def stop(services: AirflowServices, grace: float = 30.0) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
             p.wait(timeout=10)
-    for p in services.processes.values():  # stragglers in the groups (task processes)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(p.pid, signal.SIGKILL)
+    # stragglers: task processes (own groups, same sessions) that outlived the grace period
+    while (left := _session_groups(sessions)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    _signal_groups(left, signal.SIGKILL)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create the project virtualenv at .venv (idempotent) and make sure Java 17+ is present.
+# Create the project virtualenv at .venv (idempotent) and make sure Java 17+ is present, and
+# Chromium (Debian's chromium + chromium-driver, used headless by the browser test).
 # Everything the project needs is installed from requirements.lock (see `make lock`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,25 @@ ensure_java() {
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+}
+
+# Headless Chromium for tests/airflow's browser test (Playwright drives /usr/bin/chromium; it
+# never downloads a browser). Best effort: without root/sudo the browser test is skipped.
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" -eq 0 ]; then SUDO=;
+  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo;
+  else
+    echo "bootstrap: chromium missing and no root/sudo; the browser test will be skipped" >&2
+    return 0
+  fi
+  echo "bootstrap: installing chromium and chromium-driver (Debian packages)" >&2
+  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install \
+      -y -qq chromium chromium-driver >/dev/null; }; then
+    echo "bootstrap: could not install chromium; the browser test will be skipped" >&2
+  fi
 }
 
 ensure_venv() {
@@ -46,4 +66,5 @@ PY
 }
 
 ensure_java
+ensure_chromium
 ensure_venv
