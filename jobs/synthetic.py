@@ -16,7 +16,12 @@ Invariants:
   ``_synthetic.json`` names the parameters. A folder with anything but a previous synthetic
   build in it is never overwritten.
 * ``land_late_files`` adds NEW files to an EXISTING partition (``late-0001.parquet``, ...),
-  with event times before the partition's hour, as a re-delivery would. A later
+  as a re-delivery would. Given the consuming pipeline's current ``watermark``,
+  ``allowed_lateness`` and ``window`` size, the rows are placed so that a rerun shows LATE
+  firings: ``n - too_late`` rows fall in windows that already closed (``max_ts <= watermark``)
+  but are still within allowed lateness (``max_ts + lateness > watermark``), ``too_late`` rows
+  in windows beyond it (late output). Without ``watermark`` event times lie up to
+  ``max_delay`` before the partition's hour (late relative to the partition only). A later
   ``write_synthetic`` with the same parameters removes them again (pristine data).
 """
 
@@ -25,14 +30,16 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when data is generated, not when DAGs parse the registry
+    import numpy as np
 
 from jobs import _fs
 from windowlib.core.errors import DefinitionError, InputError
 
-__all__ = ["DATA_PATH", "PARTITION", "SyntheticInfo", "land_late_files", "write_synthetic"]
+__all__ = ["DATA_PATH", "PARTITION", "SyntheticInfo", "land_late_files", "late_event_times",
+           "write_synthetic"]
 
 DATA_PATH = "data/clickstream"
 PARTITION = "arrival_hour"
@@ -92,6 +99,7 @@ def _events(rng: np.random.Generator, hour_ms: int, n: int, keys: int, late: flo
             very_late: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(arrival_ms, ts_ms, key_index, kind)`` sorted by arrival; kind 0/1/2 = normal,
     late, very late."""
+    import numpy as np
     arrival = hour_ms + np.sort(rng.integers(0, _HOUR_MS, n))
     u = rng.random(n)
     kind = np.where(u < very_late, 2, np.where(u < very_late + late, 1, 0))
@@ -109,6 +117,7 @@ def write_synthetic(root_path: str | Path, hours: int = 6, events_per_hour: int 
                     start: str = DEFAULT_START) -> SyntheticInfo:
     """Write the clickstream under ``root_path`` (the dataset folder itself) once; see the
     module docstring. Returns what was written (or found, ``cached=True``)."""
+    import numpy as np
     import pyarrow as pa
 
     hours = _positive_int(hours, "hours")
@@ -175,17 +184,63 @@ def write_synthetic(root_path: str | Path, hours: int = 6, events_per_hour: int 
     return SyntheticInfo(path=path, cached=False, **summary)
 
 
+def _instant_ms(value: Any) -> int:
+    from windowlib.core.time import timestamp_ms
+
+    if isinstance(value, bool):
+        raise DefinitionError(f"watermark must be a time, got {value!r}", code="ARGUMENT_INVALID")
+    try:
+        return timestamp_ms(value)
+    except InputError as exc:
+        raise DefinitionError(f"watermark must be int ms, a datetime or an ISO-8601 string, got "
+                              f"{value!r}", code="ARGUMENT_INVALID") from exc
+
+
+def late_event_times(rng: np.random.Generator, n: int, watermark_ms: int, lateness_ms: int,
+                     window_ms: int, too_late: int = 0) -> np.ndarray:
+    """``n`` event times (ms) for a pipeline whose watermark stands at ``watermark_ms``: the
+    first ``n - too_late`` in ``(W - lateness, W - window]`` (their window, of at most
+    ``window_ms``, has closed but is within allowed lateness: a LATE firing), the rest in
+    ``[W - lateness - window - 1 h, W - lateness - window]`` (beyond lateness: late output)."""
+    import numpy as np
+    if lateness_ms <= window_ms:
+        raise DefinitionError(f"allowed lateness ({lateness_ms} ms) must exceed the window size "
+                              f"({window_ms} ms) for rows that fire LATE", code="ARGUMENT_INVALID")
+    within = watermark_ms - window_ms - rng.integers(0, lateness_ms - window_ms, n - too_late)
+    beyond = watermark_ms - lateness_ms - window_ms - rng.integers(0, _HOUR_MS, too_late)
+    return np.concatenate([within, beyond]).astype(np.int64)
+
+
 def land_late_files(root_path: str | Path, partition: str, n: int = 20, seed: int = 0,
-                    keys: int = 10, max_delay: str | int = 30 * _MIN_MS) -> str:
+                    keys: int = 10, max_delay: str | int = 30 * _MIN_MS, *,
+                    watermark: Any = None, allowed_lateness: Any = None, window: Any = None,
+                    too_late: int = 0) -> str:
     """Add one new file of ``n`` late events to the EXISTING ``partition``; returns its path.
 
-    Event times lie up to ``max_delay`` ms before the partition's hour (late data re-delivered
-    into an old partition); ``event_id`` values continue above every earlier id."""
+    With ``watermark`` (the consuming pipeline's current watermark: int ms, datetime or ISO
+    string, e.g. ``job_status(...)["watermark"]``), ``allowed_lateness`` and ``window`` (its
+    window size; durations as ``windowlib`` accepts them) the rows are placed by
+    :func:`late_event_times`: ``n - too_late`` fire LATE on the next run, ``too_late`` go to
+    the late output. Without ``watermark``, event times lie up to ``max_delay`` ms before the
+    partition's hour. ``event_id`` values continue above every earlier id."""
+    import numpy as np
     import pyarrow as pa
+
+    from windowlib.core.time import duration_ms
 
     n = _positive_int(n, "n")
     keys = _positive_int(keys, "keys")
     max_delay = _positive_int(max_delay, "max_delay (ms)")
+    too_late = _positive_int(too_late, "too_late", zero_ok=True)
+    if too_late > n:
+        raise DefinitionError(f"too_late ({too_late}) must be <= n ({n})",
+                              code="ARGUMENT_INVALID")
+    if watermark is None and (too_late or allowed_lateness is not None or window is not None):
+        raise DefinitionError("allowed_lateness, window and too_late need the pipeline's "
+                              "current watermark=", code="ARGUMENT_INVALID")
+    if watermark is not None and (allowed_lateness is None or window is None):
+        raise DefinitionError("watermark= needs the pipeline's allowed_lateness= and window=",
+                              code="ARGUMENT_INVALID")
     hour_ms = partition_start_ms(partition)
     fs, path = _fs.filesystem_for(root_path)
     folder = _fs.join(path, f"{PARTITION}={partition_value(hour_ms)}")
@@ -195,7 +250,12 @@ def land_late_files(root_path: str | Path, partition: str, n: int = 20, seed: in
     marker = _fs.read_json(fs, _fs.join(path, MARKER)) or {"late_files": []}
     k = len(marker.get("late_files", [])) + 1
     rng = np.random.Generator(np.random.PCG64([seed, k]))
-    ts = hour_ms - rng.integers(1, max_delay + 1, n)
+    if watermark is None:
+        ts = hour_ms - rng.integers(1, max_delay + 1, n)
+    else:
+        ts = late_event_times(rng, n, _instant_ms(watermark),
+                              duration_ms(allowed_lateness, what="allowed_lateness"),
+                              duration_ms(window, what="window"), too_late)
     key = [f"user{i}" for i in np.minimum((keys * rng.random(n) ** 2).astype(np.int64),
                                            keys - 1)]
     ids = np.arange(n, dtype=np.int64) + 1_000_000_000 * k

@@ -87,3 +87,47 @@ def test_foreign_folders_are_never_overwritten(tmp_path):
     with pytest.raises(InputError):
         write_synthetic(tmp_path / "x", hours=1)
     assert (tmp_path / "x" / "keep.txt").read_text() == "mine"
+
+
+def test_late_files_for_a_watermark_fire_late_or_go_to_the_late_output(tmp_path):
+    """Rows landed for a pipeline's current watermark W (lateness L, window size S): the
+    within-lateness ones lie in windows that closed (window end <= W) but are still kept
+    (window max timestamp + L > W) — a rerun fires them LATE —, the others beyond it."""
+    info = write_synthetic(tmp_path / "c", hours=3, events_per_hour=40, seed=3)
+    w = partition_start_ms("2024-03-01T02") + 58 * 60_000            # where the watermark is
+    lateness, size = 30 * 60_000, 5 * 60_000
+    path = land_late_files(info.path, "2024-03-01T00", n=40, watermark="2024-03-01T02:58:00Z",
+                           allowed_lateness="30 minutes", window="5 minutes", too_late=15)
+    rows = read_all(info.path)
+    late = rows[rows["file"] == path].sort_values("event_id")
+    ts = late["ts"].dt.as_unit("ms").astype("int64").to_numpy()
+    end = ts - ts % size + size                       # the 5-minute window of each row
+    within, beyond = end[:25], end[25:]
+    assert len(late) == 40
+    assert ((within <= w) & (within - 1 + lateness > w)).all()
+    assert (beyond - 1 + lateness <= w).all()
+    # the watermark as int ms and durations as ms: the same placement rule
+    again = land_late_files(info.path, "2024-03-01T01", n=10, watermark=w,
+                            allowed_lateness=lateness, window=size, seed=9)
+    ts = rows_of(read_all(info.path), again)
+    end = ts - ts % size + size
+    assert len(ts) == 10 and ((end <= w) & (end - 1 + lateness > w)).all()
+
+
+def rows_of(rows, path):
+    return rows[rows["file"] == path]["ts"].dt.as_unit("ms").astype("int64").to_numpy()
+
+
+@pytest.mark.parametrize("kwargs", [{"too_late": 3},                    # no watermark
+                                    {"watermark": 0},                   # no lateness / window
+                                    {"watermark": 0, "allowed_lateness": "5 minutes",
+                                     "window": "5 minutes"},            # lateness <= window
+                                    {"watermark": "soon", "allowed_lateness": "1 hour",
+                                     "window": "5 minutes"},
+                                    {"watermark": 0, "allowed_lateness": "1 hour",
+                                     "window": "5 minutes", "too_late": 30}])
+def test_late_file_arguments_are_validated(tmp_path, kwargs):
+    info = write_synthetic(tmp_path / "c", hours=1, events_per_hour=10)
+    with pytest.raises(DefinitionError) as err:
+        land_late_files(info.path, "2024-03-01T00", n=20, **kwargs)
+    assert err.value.code == "ARGUMENT_INVALID"

@@ -1,0 +1,119 @@
+"""Bad input through ``wl.run_incremental`` never crashes a run and never vanishes (SPEC §7):
+null and unparseable timestamps, missing keys (a null value, or a file without the key
+column), wrong types, corrupt and truncated files, timestamps beyond ``max_future_skew`` become
+rejects with reasons; ``inputs = processed + late + rejects`` is in the summary and in the
+commit record. A source with no key column at all is a clear user error, and publishes nothing.
+
+(``tests/spark/test_source.py`` covers how the reader reports bad files and rows;
+``tests/spark/test_incremental.py`` null keys through a run.)
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import windowlib as wl
+from windowlib import aggregates as agg
+from windowlib.core.errors import InputError, StateError
+from windowlib.runs.incremental import open_checkpoint
+
+pytestmark = pytest.mark.spark
+
+P00, P01 = "arrival_hour=2024-03-01T00", "arrival_hour=2024-03-01T01"
+SCHEMA = "seq long, key string, ts string, value long"   # ts: ISO strings, parsed by windowlib
+
+
+def pipeline() -> wl.Pipeline:
+    return (wl.Pipeline("bad_input", timestamp="ts").key_by("key")
+            .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(10)))
+            .max_future_skew("1 day")
+            .aggregate(agg.sum("value").alias("total"), agg.count()))
+
+
+def write(folder, name: str, rows: list[dict], schema: pa.Schema | None = None) -> bytes:
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=schema or pa.schema(
+        [("seq", pa.int64()), ("key", pa.string()), ("ts", pa.string()), ("value", pa.int64())]))
+    pq.write_table(table, folder / name)
+    return (folder / name).read_bytes()
+
+
+def row(seq: int, key: str | None, ts: str | None, value: int = 1) -> dict:
+    return {"seq": seq, "key": key, "ts": ts, "value": value}
+
+
+@pytest.fixture
+def lake(tmp_path):
+    events = tmp_path / "events"
+    write(events / P00, "part-0.parquet", [
+        row(0, "a", "2024-03-01T00:01:00Z", 1),            # processed
+        row(1, "b", "2024-03-01T00:12:00+00:00", 2),       # processed
+        row(2, "a", None),                                  # null_timestamp
+        row(3, "a", "yesterday"),                           # invalid_timestamp
+        row(4, None, "2024-03-01T00:20:00Z"),               # missing_key
+        row(5, "b", "2024-03-09T00:00:00Z"),               # future_timestamp (8 days ahead)
+        row(6, "a", "2024-03-01T00:40:00Z", 3),            # processed
+    ])
+    no_key = pa.schema([("seq", pa.int64()), ("ts", pa.string()), ("value", pa.int64())])
+    write(events / P00, "part-1-no-key.parquet",            # 2 x missing_key
+          [{"seq": 7, "ts": "2024-03-01T00:30:00Z", "value": 1},
+           {"seq": 8, "ts": "2024-03-01T00:31:00Z", "value": 1}], no_key)
+    good = write(events / P01, "part-0.parquet", [
+        row(9, "a", "2024-03-01T01:30:00Z", 4),            # processed
+        row(10, "b", "2024-03-01T00:05:00Z", 5),           # too late: its window is gone
+    ])
+    strings = pa.schema([("seq", pa.int64()), ("key", pa.string()), ("ts", pa.string()),
+                         ("value", pa.string())])
+    write(events / P01, "part-1-wrong-type.parquet",        # value "abc": unreadable file
+          [{"seq": 11, "key": "a", "ts": "2024-03-01T01:31:00Z", "value": "abc"}], strings)
+    (events / P01 / "part-2-corrupt.parquet").write_bytes(b"this is not parquet" * 20)
+    (events / P01 / "part-3-truncated.parquet").write_bytes(good[: len(good) * 2 // 3])
+    return tmp_path
+
+
+def test_every_bad_row_and_file_is_a_reject_with_a_reason(spark, lake):
+    out = f"file://{lake}/windows"
+    source = wl.PartitionedSource(f"file://{lake}/events", schema=SCHEMA, order_by=["seq"])
+    summary = wl.run_incremental(pipeline(), source, f"file://{lake}/checkpoints", out,
+                                 watermark=wl.BoundedOutOfOrderness("5 minutes"), spark=spark)
+    assert summary.status == "published"
+    assert (summary.inputs, summary.processed, summary.late, summary.rejects) == (14, 4, 1, 9)
+    assert summary.files_consumed == 6
+    assert sorted(b["path"].rsplit("/", 1)[1] for b in summary.bad_files) == [
+        "part-1-wrong-type.parquet", "part-2-corrupt.parquet", "part-3-truncated.parquet"]
+    # the future row did not drag the watermark 8 days ahead
+    assert summary.watermark.startswith("2024-03-01T01:24:59")
+
+    rejects = wl.read_rejects(out, spark=spark).collect()
+    reasons = collections.Counter(r["reason"].split(":", 1)[0] for r in rejects)
+    assert reasons == {"missing_key": 3, "unreadable_file": 3, "null_timestamp": 1,
+                       "invalid_timestamp": 1, "future_timestamp": 1}
+    assert {r["seq"] for r in rejects if r["seq"] is not None} == {2, 3, 4, 5, 7, 8}
+    unreadable = [r["reason"] for r in rejects if r["reason"].startswith("unreadable_file")]
+    assert all("file://" in reason and ".parquet" in reason for reason in unreadable)
+    late = wl.read_late(out, spark=spark).collect()
+    assert [(r["seq"], r["reason"]) for r in late] == [(10, "too_late")]
+    firings = wl.read_firings(out, spark=spark).collect()
+    assert sum(r["count"] for r in firings) == 3          # closed windows: seq 0, 1, 6
+    # recorded in the commit record too, with the same balance
+    stats = open_checkpoint(pipeline(), f"file://{lake}/checkpoints").latest().stats
+    assert (stats["inputs"], stats["processed"], stats["late"], stats["rejects"]) == (
+        14, 4, 1, 9)
+    assert len(stats["bad_files"]) == 3
+
+
+def test_a_source_without_the_key_column_is_a_clear_error_and_publishes_nothing(spark, lake):
+    source = wl.PartitionedSource(f"file://{lake}/events", schema="seq long, ts string",
+                                  order_by=["seq"])
+    with pytest.raises(InputError) as info:
+        wl.run_incremental(pipeline(), source, f"file://{lake}/checkpoints",
+                           f"file://{lake}/windows", spark=spark)
+    assert info.value.code == "COLUMN_MISSING" and "key" in str(info.value)
+    assert open_checkpoint(pipeline(), f"file://{lake}/checkpoints").latest() is None
+    with pytest.raises(StateError) as missing:
+        wl.read_firings(f"file://{lake}/windows", spark=spark)
+    assert missing.value.code == "OUTPUT_NOT_FOUND"
