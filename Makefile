@@ -13,14 +13,20 @@ export PATH                  := $(abspath $(VENV))/bin:$(PATH)
 setup:
 	@bash infra/bootstrap.sh
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist, one test file per worker at a time):
+# much of it waits on JVM, server and subprocess starts, so two workers on two cores halve it.
+TEST_WORKERS ?= 2
+
 test: setup
-	@$(PY) -m pytest -q $(PYTEST_ARGS)
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-unit: setup
 	@$(PY) -m pytest -q -m unit $(PYTEST_ARGS)
 
+# `make demo S3=1`: the lake on a local SeaweedFS server (started and stopped by the demo);
+# DEMO_ARGS passes options through (e.g. DEMO_ARGS="--hours 2"; see python -m jobs.demo --help).
 demo: setup
-	@$(PY) -m jobs.demo
+	@$(PY) -m jobs.demo $(if $(filter 1 yes true,$(S3)),--s3) $(DEMO_ARGS)
 
 lint: setup
 	@$(VENV)/bin/ruff check windowlib jobs dags tests benchmarks docs

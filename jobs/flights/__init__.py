@@ -6,6 +6,8 @@ from jobs.flights.history import (
     build_history,
     flight_records,
     land_corrections,
+    remove_corrections,
 )
 
-__all__ = ["DATA_PATH", "BuildInfo", "build_history", "flight_records", "land_corrections"]
+__all__ = ["DATA_PATH", "BuildInfo", "build_history", "flight_records", "land_corrections",
+           "remove_corrections"]

@@ -11,9 +11,12 @@ Invariants of the built data:
   larger ``seq`` values than every original record.
 * Deterministic: the same parameters give byte-identical rows; a flight's reporting delay depends
   only on its ``flight_id`` and the seed, so sub-range builds agree with full builds.
-* A marker ``_flights.json`` names the build parameters; ``build_history`` with the same
-  parameters returns at once (after removing corrections landed since), and it never deletes a
-  directory that does not carry a marker.
+* A marker ``_flights.json`` names the build parameters and the correction files landed since;
+  ``build_history`` with the same parameters returns at once and leaves landed corrections in
+  place (a checkpoint may already have consumed them: deleting them behind its back would make
+  the lake and the checkpoint disagree). Only ``remove_corrections`` — called by whoever also
+  discards the state that consumed them — restores the pristine history. Nothing here ever
+  deletes a directory that does not carry a marker.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import numpy as np
 from jobs import _fs
 from windowlib.core.errors import DefinitionError, InputError
 
-__all__ = ["DATA_PATH", "BuildInfo", "build_history", "flight_records", "land_corrections"]
+__all__ = ["DATA_PATH", "BuildInfo", "build_history", "flight_records", "land_corrections",
+           "remove_corrections"]
 
 DATA_PATH = "data/flights"
 PARTITION = "arrival_hour"
@@ -56,6 +60,7 @@ class BuildInfo:
     last_partition: str
     cached: bool
     parameters: dict
+    corrections: tuple[str, ...] = ()
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -226,9 +231,10 @@ def build_history(root: str | Path, months: Sequence[int] | None = None,
                   force: bool = False) -> BuildInfo:
     """Write (once) the partitioned history under ``{root}/data/flights``.
 
-    A cached build with the same parameters is reused; correction files landed on it since are
-    removed, so the result is always the pristine history. A directory without a marker is
-    never overwritten (``InputError(DATA_DIR_NOT_EMPTY)``)."""
+    A cached build with the same parameters is reused as it is, including correction files
+    landed on it since (``BuildInfo.corrections``; ``remove_corrections`` drops them). A
+    different build (other parameters, or ``force``) replaces the whole data set. A directory
+    without a marker is never overwritten (``InputError(DATA_DIR_NOT_EMPTY)``)."""
     if months is None and days is None:
         months = tuple(range(1, 13))
     params = _parameters(months, days, seed)
@@ -236,13 +242,8 @@ def build_history(root: str | Path, months: Sequence[int] | None = None,
     path = _fs.join(base, *DATA_PATH.split("/"))
     marker = _fs.read_json(fs, _fs.join(path, MARKER))
     if marker is not None and marker.get("parameters") == params and not force:
-        for f in marker.get("corrections", []):
-            if _fs.exists(fs, f):
-                fs.delete_file(f)
-        if marker.get("corrections"):
-            marker["corrections"] = []
-            _fs.write_json(fs, _fs.join(path, MARKER), marker)
-        return BuildInfo(path=path, cached=True, parameters=params, **marker["summary"])
+        return BuildInfo(path=path, cached=True, parameters=params,
+                         corrections=tuple(marker.get("corrections") or ()), **marker["summary"])
     if marker is None and _fs.exists(fs, path):
         from pyarrow import fs as pafs
 
@@ -259,6 +260,28 @@ def build_history(root: str | Path, months: Sequence[int] | None = None,
     _fs.write_json(fs, _fs.join(path, MARKER),
                    {"parameters": params, "summary": summary, "corrections": []})
     return BuildInfo(path=path, cached=False, parameters=params, **summary)
+
+
+def remove_corrections(root: str | Path) -> list[str]:
+    """Delete every correction file landed on the build under ``{root}/data/flights`` (the
+    marker lists them); returns the removed paths. Call it only together with discarding the
+    checkpoints that may have consumed them (e.g. a demo starting over)."""
+    fs, base = _fs.filesystem_for(root)
+    path = _fs.join(base, *DATA_PATH.split("/"))
+    marker = _fs.read_json(fs, _fs.join(path, MARKER))
+    if marker is None or not marker.get("corrections"):
+        return []
+    removed = []
+    for f in marker["corrections"]:
+        if not f.startswith(path + "/") or "/../" in f:
+            raise InputError(f"the flights marker names a file outside {path}: {f!r}",
+                             code="DATA_MARKER_INVALID")
+        if _fs.exists(fs, f):
+            fs.delete_file(f)
+        removed.append(f)
+    marker["corrections"] = []
+    _fs.write_json(fs, _fs.join(path, MARKER), marker)
+    return removed
 
 
 def land_corrections(root: str | Path, n: int = 20, first: str | None = None,

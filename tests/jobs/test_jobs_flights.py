@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from jobs_helpers import read_all
 
-from jobs.flights import build_history, flight_records, land_corrections
+from jobs.flights import build_history, flight_records, land_corrections, remove_corrections
 from windowlib.core.errors import InputError
 
 pytestmark = pytest.mark.unit
@@ -133,9 +133,15 @@ def test_corrections_land_as_new_files_in_old_partitions(tmp_path):
     assert err.value.code == "CORRECTIONS_EXIST"
     second = land_corrections(tmp_path, n=3, batch=2)
     assert all(p.endswith("corrections-002.parquet") for p in second)
-    # a cached rebuild returns the pristine history
-    assert build_history(tmp_path, days=("2013-02-01", "2013-02-01")).cached
+    # a cached rebuild keeps the landed corrections (a checkpoint may have consumed them) ...
+    again = build_history(tmp_path, days=("2013-02-01", "2013-02-01"))
+    assert again.cached and sorted(again.corrections) == sorted(paths + second)
+    assert len(read_all(info.path)) == len(before) + 15
+    # ... and only remove_corrections restores the pristine history
+    assert sorted(remove_corrections(tmp_path)) == sorted(paths + second)
     assert len(read_all(info.path)) == len(before)
+    assert build_history(tmp_path, days=("2013-02-01", "2013-02-01")).corrections == ()
+    assert remove_corrections(tmp_path) == []
 
 
 def test_reporting_delays_are_deterministic_and_mostly_short():

@@ -77,6 +77,9 @@ def test_real_outputs_pass_and_write_data_docs(accumulating, tmp_path):
     assert {"not_null:key", "not_null:window_start", "timing_allowed", "pane_index_non_negative",
             "pane_unique", "window_length", "on_time_at_most_once", "conservation",
             "custom_1_expect_column_values_to_be_between"} <= names
+    results = by_name(outcome)   # passed: built-ins count 0, the pipeline's own are not counted
+    assert results["timing_allowed"].unexpected_count == 0
+    assert results["custom_1_expect_column_values_to_be_between"].unexpected_count is None
     assert outcome.data_docs_index == str(tmp_path / "docs" / "index.html")
     index = (tmp_path / "docs" / "index.html").read_text()
     assert "quality_demo.firings" in index and "quality_demo.run" in index

@@ -112,6 +112,17 @@ class SuitePlan:
             name=f"{self.pipeline}.{name}",
             expectations=[_copy(c.expectation) for c in self.checks_in(name)])
 
+    def frame_suite(self, frame: str, checks: Sequence[Check] | None = None,
+                    name: str | None = None) -> gx.ExpectationSuite:
+        """One GX suite with every check of ``frame`` (built-in and the pipeline's own), or just
+        ``checks``; named ``<pipeline>.<frame>`` unless ``name`` is given."""
+        if frame not in FRAMES:
+            raise DefinitionError(f"no frame {frame!r}; frames: {', '.join(FRAMES)}",
+                                  code="ARGUMENT_INVALID")
+        chosen = self.checks_for(frame) if checks is None else tuple(checks)
+        return gx.ExpectationSuite(name=name or f"{self.pipeline}.{frame}",
+                                   expectations=[_copy(c.expectation) for c in chosen])
+
     def suites(self) -> dict[str, gx.ExpectationSuite]:
         """Suites that have checks, keyed by ``SUITES`` name."""
         return {s: self.suite(s) for s in SUITES if self.checks_in(s)}
