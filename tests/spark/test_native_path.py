@@ -272,3 +272,26 @@ def test_forcing_native_on_an_unsupported_pipeline_is_a_clear_error(spark):
     with pytest.raises(wl.DefinitionError, match="path must be"):
         run_dataframe(p, df, arrival="arrival", path="fast")
     assert run_dataframe(p, df, arrival="arrival", finalize=True).path == "general"
+
+
+# --- the physical plan ------------------------------------------------------------------------
+
+def test_default_trigger_firings_read_the_input_once(spark, tmp_path, capsys):
+    """Structural (not timed): the firings of the default trigger come from ONE scan of the
+    input and one aggregate — no second read for the late part, no join, no window
+    function — also for sliding windows in retracting mode."""
+    rows = [("a", t, t % 3, f"2024-03-01T0{t // 40}") for t in range(0, 120, 7)]
+    spark.createDataFrame(rows, "k string, ts long, v long, arrival string").write \
+        .partitionBy("arrival").parquet(str(tmp_path / "in"))
+    df = spark.read.parquet(str(tmp_path / "in"))
+    for assigner, mode in ((wl.TumblingEventTimeWindows.of(20), None),
+                           (wl.SlidingEventTimeWindows.of(30, 10), MODES[2])):
+        p = pipeline(assigner, 50, mode)
+        result = run_dataframe(p, df, arrival="arrival", watermark=wl.BoundedOutOfOrderness(5),
+                               finalize=True, path="native")
+        capsys.readouterr()
+        result.firings.explain()
+        plan = capsys.readouterr().out
+        assert plan.count("FileScan") == 1, plan
+        assert "Join" not in plan and "Window" not in plan, plan
+        assert result.firings.count() > 0

@@ -28,10 +28,16 @@ of bundle ``b`` meets, ``max`` = ``window_end - 1``, ``cleanup = max + lateness`
 - rejects: the timestamp reason of ``prepare_input``, then ``future_timestamp``
   (``ts > P_b + max_future_skew``, when ``P_b`` is known), then ``missing_key``.
 
-Plan: one pass over the prepared input; the on-time part is one ``groupBy(key, window)``
-aggregate (one shuffle, as hand-written SQL); only the late part (small) goes through a window
-function ordered by arrival and a join with the on-time accumulators. The bundle plan (``P_b``,
-``W_b``) is the small aggregate of ``bundles.plan_bundles``, inlined as literal arrays.
+Plan (default trigger): the bundle plan (``P_b``, ``W_b``) is the small aggregate of
+``bundles.plan_bundles`` (a separate job), inlined as literals (bundle index and ON_TIME bundle
+by a search tree of ``CASE WHEN``); then ONE scan of the input and ONE ``groupBy(key,
+window)``: per window, the on-time accumulators (aggregates masked to on-time rows) and the
+kept late elements (``collect_list`` of ``struct(arrival order, ts, values)``, empty for most
+windows). Each window row yields its firings through an array exploded once: ON_TIME, then
+one LATE firing per late element in arrival order (the sorted list folded by ``aggregate``
+with the running accumulator: on-time accumulator combined with the element's, or the element
+alone when discarding; retractions repeat the previous firing). No join, no window function,
+no second read. Count triggers (``native_counts.py``) still use window functions and a join.
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ from windowlib.engines.spark.native_aggs import AggContext, compile_aggregates
 B, PB, WP, SUB, ORDER_N = "__wl_b", "__wl_pb", "__wl_wprev", "__wl_sub", "__wl_n"
 PHASE, RORDER = "__wl_phase", "__wl_rorder"
 WS, MX, ON_N, J, REASON = "__wl_ws", "__wl_mx", "__wl_on_n", "__wl_j", "__wl_reason"
+LATE_LIST, ENTRY = "__wl_late", "__wl_entry"
+BSTAR, OT_W, OT_P = "__wl_bstar", "__wl_ot_w", "__wl_ot_p"
 
 
 @dataclass
@@ -118,6 +126,43 @@ def _at(values: Sequence[int], index: Any) -> Any:
     return F.element_at(_longs(values), index + F.lit(1))
 
 
+RANK_TREE_LIMIT = 512
+
+
+def _rank(col: Any, values: Sequence[Any]) -> Any:
+    """How many of the ascending ``values`` are ``< col`` (``bisect_left``), as an int Column:
+    a balanced tree of ``CASE WHEN`` over literals (log2(n) comparisons, compiled by Spark's
+    code generation); beyond ``RANK_TREE_LIMIT`` values, a higher-order ``filter``."""
+    from pyspark.sql import functions as F
+
+    n = len(values)
+    if n > RANK_TREE_LIMIT:
+        return F.size(F.filter(F.array(*[F.lit(v) for v in values]), lambda v: v < col))
+
+    def tree(lo: int, hi: int) -> Any:       # the answer lies in [lo, hi]
+        if lo == hi:
+            return F.lit(lo)
+        mid = (lo + hi) // 2
+        return F.when(F.lit(values[mid]) < col, tree(mid + 1, hi)).otherwise(tree(lo, mid))
+
+    return tree(0, n).cast("int")
+
+
+def _nullable(dtype: Any) -> Any:
+    """``dtype`` with every nested field, element and value nullable (casts to it never fail
+    on nullability)."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(_nullable(dtype.elementType), True)
+    if isinstance(dtype, T.MapType):
+        return T.MapType(_nullable(dtype.keyType), _nullable(dtype.valueType), True)
+    if isinstance(dtype, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True)
+                             for f in dtype.fields])
+    return dtype
+
+
 def _finite(col: Any) -> Any:
     from pyspark.sql import functions as F
 
@@ -169,13 +214,9 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
     slide = getattr(assigner, "slide_ms", size)
     offset = assigner.offset_ms
 
-    if n:
-        pairs = []
-        for i, a in enumerate(plan.arrivals):
-            pairs += [F.lit(a), F.lit(i)]
-        b_col = F.create_map(*pairs)[F.col(ARRIVAL)]
-    else:
-        b_col = F.lit(None).cast("int")
+    # the bundle index: how many arrival values sort below the row's (a search tree of
+    # literals: generated code, no map lookup per row)
+    b_col = _rank(F.col(ARRIVAL), plan.arrivals) if n else F.lit(None).cast("int")
     keys = [F.col(f"`{c}`") for c in logic.key_columns]
     x = (prepared.withColumn(B, b_col.cast("int"))
          .withColumn(PB, _at(P, F.col(B))).withColumn(WP, _at(w_before, F.col(B))))
@@ -224,7 +265,7 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
         order = [ts, F.xxhash64(*cols), F.hash(*cols)]
     parts = Parts(kept=kept, keys=keys, key_names=[*logic.key_columns, WS], order=order,
                   ctx=AggContext(ts=ts, order=[F.col(B), *order]), compiled=compiled,
-                  P=P, W=W, size=size, lateness=lateness, finalize=finalize,
+                  P=P, W=W, W_before=w_before, size=size, lateness=lateness, finalize=finalize,
                   accumulating=logic.accumulation != "discarding",
                   retracting=logic.retracting)
     trigger = logic.trigger
@@ -263,6 +304,7 @@ class Parts:
     compiled: list
     P: list
     W: list
+    W_before: list
     size: int
     lateness: int
     finalize: bool
@@ -275,15 +317,18 @@ class Parts:
 
         return [*self.keys, F.col(WS)]
 
-    def accumulators(self, prefix: str, window: Any = None) -> tuple[list, list[dict]]:
-        """Aliased accumulator expressions (running over ``window`` when given) and, per
-        aggregate, ``{name: Column}`` referring to them."""
+    def accumulators(self, prefix: str, window: Any = None, mask: Any = None
+                     ) -> tuple[list, list[dict]]:
+        """Aliased accumulator expressions (running over ``window`` when given, restricted
+        to the rows where ``mask`` holds when given) and, per aggregate, ``{name: Column}``
+        referring to them."""
         from pyspark.sql import functions as F
 
+        ctx = self.ctx if mask is None else AggContext(self.ctx.ts, self.ctx.order, mask)
         exprs, accs = [], []
         for i, c in enumerate(self.compiled):
             names = {}
-            for name, expr in c.accumulators(self.ctx).items():
+            for name, expr in c.accumulators(ctx).items():
                 col = f"{prefix}{i}_{name}"
                 exprs.append((expr if window is None else expr.over(window)).alias(col))
                 names[name] = F.col(col)
@@ -304,7 +349,7 @@ class Parts:
 
         n, W, P = len(self.P), self.W, self.P
         mx = F.col(WS) + F.lit(self.size - 1)
-        b_star = F.size(F.filter(_longs(W), lambda w: w < mx)) if n else F.lit(0)
+        b_star = _rank(mx, W) if n else F.lit(0)
         fired = on.withColumn(B, b_star.cast("int"))
         if not self.finalize:
             fired = fired.filter(F.col(B) < F.lit(n))
@@ -319,6 +364,61 @@ class Parts:
             F.when(in_run, F.col(B)).otherwise(F.lit(n)).alias(B),
             F.when(in_run, F.lit(PHASE_TIMERS_WM)).otherwise(F.lit(PHASE_FINISH)).alias(PHASE),
             F.lit(0).cast("long").alias(SUB), mx.alias(ORDER_N), F.lit(1).alias(RORDER))
+
+    def entry_names(self) -> list[str]:
+        return ["pane_index", "timing", "is_final", "retract", "watermark", "processing_time",
+                *[c.name for c in self.compiled], B, PHASE, SUB, ORDER_N, RORDER]
+
+    def entry(self, pane: Any, timing: Any, is_final: Any, retract: Any, b: Any, sub: Any,
+              results: list, emit: Any, rorder: int) -> Any:
+        """One firing (or retraction) of an element of bundle ``b`` as a struct (fields:
+        ``entry_names`` and ``emit``, false for entries that are not output)."""
+        from pyspark.sql import functions as F
+
+        return self._entry(pane, timing, is_final, retract,
+                           _finite(_at(self.W_before, b)), _finite(_at(self.P, b)), results,
+                           b, F.lit(PHASE_ELEMENTS), sub, F.col(WS), F.lit(rorder), emit)
+
+    def _entry(self, pane: Any, timing: Any, is_final: Any, retract: Any, watermark: Any,
+               processing_time: Any, results: list, b: Any, phase: Any, sub: Any,
+               order_n: Any, rorder: Any, emit: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        values = [pane.cast("long"), timing, is_final, retract, watermark.cast("long"),
+                  processing_time.cast("long"),
+                  *[r.cast(c.dtype) for r, c in zip(results, self.compiled)],
+                  b.cast("int"), phase.cast("int"), sub.cast("long"), order_n.cast("long"),
+                  rorder.cast("int")]
+        return F.struct(*[v.alias(n) for v, n in zip(values, self.entry_names())],
+                        emit.alias("emit"))
+
+    def with_on_time_clocks(self, frame: Any) -> Any:
+        """``frame`` (one row per window) with the bundle of its ON_TIME firing (``len(P)``
+        if none in this run) and the clocks there, computed once per row (columns, so the
+        search tree is not repeated inside the firing expressions)."""
+        from pyspark.sql import functions as F
+
+        n, W, P = len(self.P), self.W, self.P
+        mx = F.col(WS) + F.lit(self.size - 1)
+        frame = frame.withColumn(BSTAR, _rank(mx, W) if n else F.lit(0))
+        in_run = F.col(BSTAR) < F.lit(n)
+        return (frame.withColumn(OT_W, F.when(in_run, _at(W, F.col(BSTAR))))
+                .withColumn(OT_P, F.when(in_run, _at(P, F.col(BSTAR)))))
+
+    def on_time_entry(self, results: list, had_on_time: Any) -> Any:
+        """The ON_TIME firing of a window (as ``on_time_rows``; needs the columns of
+        ``with_on_time_clocks``) as an entry struct; emitted iff the window had on-time
+        elements and its end timer fired in this run."""
+        from pyspark.sql import functions as F
+
+        n = len(self.P)
+        in_run = F.col(BSTAR) < F.lit(n)
+        emit = had_on_time if self.finalize else (had_on_time & in_run)
+        return self._entry(
+            F.lit(0), F.lit("ON_TIME"), F.lit(self.lateness == 0), F.lit(False),
+            _finite(F.col(OT_W)), _finite(F.col(OT_P)), results, F.col(BSTAR),
+            F.when(in_run, F.lit(PHASE_TIMERS_WM)).otherwise(F.lit(PHASE_FINISH)),
+            F.lit(0), F.col(WS) + F.lit(self.size - 1), F.lit(1), emit)
 
     def element_rows(self, frame: Any, timing: Any, pane: Any, results: list,
                      rorder: int = 1) -> Any:
@@ -337,47 +437,87 @@ class Parts:
 
 
 def default_firings(parts: Parts) -> Any:
-    """The default trigger: ON_TIME from one aggregate, one LATE firing per late element."""
-    from pyspark.sql import Window
+    """The default trigger in ONE aggregate and no join: per window, the on-time
+    accumulators (masked to on-time rows) and the list of kept late elements; the firings
+    of a window (ON_TIME, then one LATE per late element in arrival order, with running
+    accumulators from a fold over the sorted list; retractions before them) are generated
+    from that one row."""
     from pyspark.sql import functions as F
 
-    compiled, group, key_names = parts.compiled, parts.group, parts.key_names
-    kept = parts.kept
-    agg_exprs, on_accs = parts.accumulators("__wl_a")
-    on = kept.filter(F.col(WP) < F.col(MX)).groupBy(*group).agg(
-        F.count(F.lit(1)).alias(ON_N), *agg_exprs)
-    on_results = [c.result(acc).alias(c.name) for c, acc in zip(compiled, on_accs)]
-    on_time = parts.on_time_rows(on, on_results, F.lit(0))
+    compiled, kept = parts.compiled, parts.kept
+    on = F.col(WP) < F.col(MX)
+    agg_exprs, on_accs = parts.accumulators("__wl_a", mask=on)
+    value_columns = sorted({c.column for c in compiled if c.column is not None})
+    payload = {name: F.col(f"`{name}`") for name in value_columns}
+    order_fields = [F.col(B).alias("o0"), *[c.alias(f"o{i + 1}")
+                                            for i, c in enumerate(parts.order)]]
+    element = F.struct(F.struct(*order_fields, F.col(SUB).alias("sub")).alias("k"),
+                       F.col(TS).alias("t"),
+                       *[col.alias(f"p{j}") for j, col in enumerate(payload.values())])
+    agg = kept.groupBy(*parts.group).agg(
+        F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs,
+        F.collect_list(F.when(~on, element)).alias(LATE_LIST))
+    types = {f.name: _nullable(f.dataType) for f in agg.schema.fields}
+    agg = parts.with_on_time_clocks(agg)
 
-    # one firing per kept late element, running aggregates in arrival order
-    by_arrival = Window.partitionBy(*group).orderBy(F.col(B), *parts.order)
-    frame = by_arrival.rowsBetween(Window.unboundedPreceding if parts.accumulating
-                                   else Window.currentRow, Window.currentRow)
-    run_exprs, run_accs = parts.accumulators("__wl_r", frame)
-    late_rows = kept.filter(F.col(WP) >= F.col(MX)).select(
-        *parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB),
-        F.row_number().over(by_arrival).cast("long").alias(J), *run_exprs)
-    on_cols = [ON_N] + [f"__wl_a{i}_{name}" for i, acc in enumerate(on_accs) for name in acc]
-    joined = late_rows.join(on.select(*key_names, *on_cols), on=key_names, how="left")
-    results = []
-    for c, on_acc, run_acc in zip(compiled, on_accs, run_accs):
-        acc = c.combine(on_acc, run_acc) if parts.accumulating else run_acc
-        results.append(c.result(acc).alias(c.name))
-    had_on_time = F.col(ON_N).isNotNull()
-    pane = F.col(J) - F.lit(1) + F.when(had_on_time, F.lit(1)).otherwise(F.lit(0))
-    firings = on_time.unionByName(parts.element_rows(joined, "LATE", pane, results))
-    if parts.retracting:
-        by_j = Window.partitionBy(*[F.col(f"`{c}`") for c in key_names]).orderBy(F.col(J))
-        lags = []
-        for c, on_acc, run_acc in zip(compiled, on_accs, run_accs):
-            lagged = F.lag(c.result(c.combine(on_acc, run_acc))).over(by_j)
-            lags.append(F.when(F.col(J) == F.lit(1), c.result(on_acc))
-                        .otherwise(lagged).alias(f"__wl_prev_{c.name}"))
-        # the previous firing is looked up before filtering (the first late firing of a
-        # window without on-time elements retracts nothing but is retracted by the next)
-        retracted = joined.select("*", *lags).filter((F.col(J) > F.lit(1)) | had_on_time)
-        prev = [F.col(f"`__wl_prev_{c.name}`").alias(c.name) for c in compiled]
-        timing = F.when(F.col(J) == F.lit(1), F.lit("ON_TIME")).otherwise(F.lit("LATE"))
-        firings = firings.unionByName(
-            parts.element_rows(retracted, timing, pane - F.lit(1), prev, rorder=0))
-    return firings
+    had_on_time = F.col(ON_N) > F.lit(0)
+    on_results = [c.result(acc) for c, acc in zip(compiled, on_accs)]
+    on_time = parts.on_time_entry(on_results, had_on_time)
+
+    acc_names = [[f"__wl_a{i}_{name}" for name in acc] for i, acc in enumerate(on_accs)]
+    flat = [name for names in acc_names for name in names]
+
+    def as_accs(struct: Any) -> list[dict]:
+        return [{name: struct[f"{prefix}"] for name, prefix in zip(acc, names)}
+                for acc, names in zip(on_accs, acc_names)]
+
+    def typed(accs: list[dict]) -> list:
+        return [col.cast(types[name]).alias(name) for acc, names in zip(accs, acc_names)
+                for col, name in zip(acc.values(), names)]
+
+    def step(state: Any, x: Any) -> Any:
+        """Fold one late element into the running accumulator; append its firing's
+        accumulators (and the previous firing's, which a retraction repeats)."""
+        values = {name: x[f"p{j}"] for j, name in enumerate(payload)}
+        order = F.struct(*[x["k"][f"o{i}"].alias(f"o{i}") for i in range(len(order_fields))])
+        previous = as_accs(state["acc"])
+        single = [c.element(values, x["t"], order) for c in compiled]
+        now = ([c.combine(p, e) for c, p, e in zip(compiled, previous, single)]
+               if parts.accumulating else single)
+        fired = F.struct(F.struct(*typed(now)).alias("acc"),
+                         F.struct(*typed(previous)).alias("prev"),
+                         x["k"]["o0"].alias("b"), x["k"]["sub"].alias("sub"))
+        return F.struct(F.struct(*typed(now)).alias("acc"),
+                        F.concat(state["out"], F.array(fired)).alias("out"))
+
+    start = F.struct(*[F.col(name).cast(types[name]).alias(name) for name in flat])
+    no_firing = F.filter(F.array(F.struct(start.alias("acc"), start.alias("prev"),
+                                          F.lit(0).alias("b"), F.lit(0).cast("long")
+                                          .alias("sub"))), lambda _: F.lit(False))
+    late_sorted = F.array_sort(F.col(LATE_LIST), lambda a, b: F.when(
+        a["k"] < b["k"], F.lit(-1)).when(a["k"] > b["k"], F.lit(1)).otherwise(F.lit(0)))
+    folded = F.aggregate(late_sorted, F.struct(start.alias("acc"), no_firing.alias("out")),
+                         step, lambda state: state["out"])
+
+    def late_entries(f: Any, j: Any) -> Any:
+        """The entries of the ``j``-th (0-based) late firing ``f``."""
+        pane = j + F.when(had_on_time, F.lit(1)).otherwise(F.lit(0))
+        b = f["b"]
+        firing = parts.entry(pane, F.lit("LATE"), F.lit(False), F.lit(False), b, f["sub"],
+                             [c.result(a) for c, a in zip(compiled, as_accs(f["acc"]))],
+                             F.lit(True), rorder=1)
+        if not parts.retracting:
+            return F.array(firing)
+        prev = parts.entry(pane - F.lit(1), F.when(j == F.lit(0), F.lit("ON_TIME"))
+                           .otherwise(F.lit("LATE")), F.lit(False), F.lit(True), b, f["sub"],
+                           [c.result(a) for c, a in zip(compiled, as_accs(f["prev"]))],
+                           (j > F.lit(0)) | had_on_time, rorder=0)
+        return F.array(prev, firing)
+
+    late = F.flatten(F.transform(folded, late_entries))
+    entries = F.when(F.size(F.col(LATE_LIST)) == F.lit(0), F.array(on_time)).otherwise(
+        F.concat(F.array(on_time), late))
+    exploded = agg.select(*parts.keys, F.col(WS), F.explode(entries).alias(ENTRY))
+    return exploded.filter(F.col(f"{ENTRY}.emit")).select(
+        *parts.window_bounds(), *[F.col(f"{ENTRY}.`{name}`").alias(name)
+                                  for name in parts.entry_names()])

@@ -63,6 +63,8 @@ class CompiledAggregate:
 
         kind = self.kind
         v = F.col(f"`{self.column}`") if self.column is not None else None
+        if ctx.mask is not None:   # rows outside the mask count as null values
+            v = F.when(ctx.mask, F.lit(1) if v is None else v)
         if kind == "count":
             return {"n": F.count(F.lit(1) if v is None else v)}
         if kind == "sum":
@@ -86,6 +88,33 @@ class CompiledAggregate:
                 present, F.struct(ctx.order_struct(with_ts=False).alias("o"), v.alias("v"))))}
         if kind == "approx_count_distinct":
             return {"d": F.collect_set(v)}
+        raise AssertionError(kind)
+
+    def element(self, values: dict[str, Any], ts: Any, order: Any) -> dict[str, Any]:
+        """The accumulator of ONE element (equal to ``accumulators`` over a one-row group):
+        ``values`` maps input column names to the element's values, ``order`` is its
+        arrival-order struct (``AggContext.order_struct(with_ts=False)``'s fields)."""
+        from pyspark.sql import functions as F
+
+        kind = self.kind
+        v = values[self.column] if self.column is not None else None
+        if kind == "count":
+            return {"n": F.lit(1).cast("long") if v is None
+                    else F.when(v.isNotNull(), F.lit(1)).otherwise(F.lit(0)).cast("long")}
+        if kind == "sum":
+            return {"s": v}
+        if kind in ("min", "max"):
+            return {"m": v}
+        present = v.isNotNull()
+        if kind == "mean":
+            return {"s": v, "n": F.when(present, F.lit(1)).otherwise(F.lit(0)).cast("long")}
+        if kind in ("first", "last"):
+            return {"v": v, "t": F.when(present, ts)}
+        if kind == "collect_list":
+            return {"l": F.when(present, F.array(F.struct(order.alias("o"), v.alias("v"))))
+                    .otherwise(F.array())}
+        if kind == "approx_count_distinct":
+            return {"d": F.when(present, F.array(v)).otherwise(F.array())}
         raise AssertionError(kind)
 
     # --- combining the on-time and late parts ------------------------------------------------
@@ -141,10 +170,12 @@ class CompiledAggregate:
 
 @dataclass
 class AggContext:
-    """Columns the accumulators need: event time and the arrival-order columns."""
+    """Columns the accumulators need: event time and the arrival-order columns; ``mask``
+    (a boolean Column, optional) restricts the accumulators to the rows where it holds."""
 
     ts: Any
     order: Sequence[Any]
+    mask: Any = None
 
     def order_struct(self, with_ts: bool) -> Any:
         from pyspark.sql import functions as F

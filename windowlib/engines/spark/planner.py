@@ -120,10 +120,10 @@ def native_trigger(trigger: Any) -> bool:
 def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
     """Human-readable explanation of ``choice`` (what ``Pipeline.explain`` prints)."""
     if choice.path == "native":
-        return (f"pipeline {pipeline.name!r}: native path (Spark SQL only: one groupBy(key, "
-                "window) aggregate for on-time panes, running window aggregates over the late "
-                "part; no Python per row)\n  why: every part of the pipeline is inside the "
-                "native subset proven equal to the reference engine")
+        return (f"pipeline {pipeline.name!r}: native path (Spark SQL only: one scan and one "
+                "groupBy(key, window) aggregate; late firings folded from each window's list "
+                "of late elements; no Python per row)\n  why: every part of the pipeline is "
+                "inside the native subset proven equal to the reference engine")
     return (f"pipeline {pipeline.name!r}: general path (the semantic core's KeyDriver per key "
             "inside mapInArrow over key-sorted partitions)\n  why not native: "
             + "; ".join(choice.reasons))
