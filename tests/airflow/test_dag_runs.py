@@ -104,6 +104,7 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
 
     last = run_history(job, root)[-1]
     assert last["validation"]["success"] is True and last["firings_by_timing"]["LATE"] == n_late
+    assert datetime.fromisoformat(last["finished_at"].replace("Z", "+00:00")).year >= 2026
 
 
 def test_failed_audit_blocks_publishing_and_names_the_expectation(airflow_db, tmp_path,

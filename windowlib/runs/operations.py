@@ -145,7 +145,8 @@ def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str,
         s.update(version=c.version, run_id=c.run_id, published=True,
                  validation=c.extra.get("validation"),
                  publish_on_failure=bool(c.extra.get("publish_on_failure")))
-        s.setdefault("finished_at", c.created_at)
+        if not s.get("finished_at"):  # stats are recorded before the commit time is known
+            s["finished_at"] = c.created_at
         out.append(s)
     return out
 
