@@ -91,3 +91,11 @@ def test_every_raised_code_is_documented():
 def test_every_documented_code_is_still_raised():
     stale = documented_codes() - set(raised_codes())
     assert not stale, f"docs/operations.md documents codes windowlib no longer raises: {stale}"
+
+
+def test_the_error_hierarchy_docstring_lists_every_raised_code():
+    from windowlib.core import errors
+
+    listed = set(CODE.findall(errors.__doc__ or ""))
+    missing = {c: where for c, where in raised_codes().items() if c not in listed}
+    assert not missing, f"codes missing from windowlib/core/errors.py's docstring: {missing}"

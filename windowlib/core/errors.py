@@ -2,20 +2,26 @@
 
 ::
 
-    WindowlibError                      base; ``code`` is a stable string
+    WindowlibError                      base; ``code`` is a stable string (WINDOWLIB_ERROR)
     ├── DefinitionError                 a pipeline cannot be built as written (build time)
-    │     codes: DURATION_INVALID, SIZE_NOT_POSITIVE, SLIDE_INVALID, GAP_NOT_POSITIVE,
-    │            OFFSET_INVALID, LATENESS_NEGATIVE, TRIGGER_CANNOT_MERGE, FOLD_WITH_MERGING,
+    │     codes: DEFINITION_INVALID (default), DURATION_INVALID, SIZE_NOT_POSITIVE,
+    │            SLIDE_INVALID, GAP_NOT_POSITIVE, OFFSET_INVALID, LATENESS_NEGATIVE,
+    │            TRIGGER_CANNOT_MERGE, FOLD_WITH_MERGING,
     │            NO_WINDOW, NO_WINDOW_FUNCTION, FUNCTION_ALREADY_SET,
     │            KEY_INVALID, NAME_INVALID, ACCUMULATION_INVALID, TIMEZONE_INVALID,
-    │            CALENDAR_UNIT_INVALID, ARGUMENT_INVALID
+    │            CALENDAR_UNIT_INVALID, ARGUMENT_INVALID, NATIVE_UNSUPPORTED,
+    │            REGISTRY_MISSING
     ├── InputError                      input the engine cannot accept as a whole
-    │     codes: BUNDLE_INVALID, NO_PROCESSING_TIME, TIMESTAMP_INVALID, ENGINE_UNKNOWN,
+    │     codes: INPUT_INVALID (default), BUNDLE_INVALID, NO_PROCESSING_TIME,
+    │            TIMESTAMP_INVALID, ENGINE_UNKNOWN,
     │            COLUMN_MISSING, ARGUMENT_INVALID, PARTITION_NAME_INVALID, FORMAT_INVALID,
-    │            SCHEMA_REQUIRED, URI_INVALID
+    │            SCHEMA_REQUIRED, SCHEMA_INVALID, URI_INVALID, PARTITION_VALUE_INVALID,
+    │            CONNECT_PORT_INVALID, CONNECT_URL_INVALID
     ├── ExecutionError                  a user function or trigger misbehaved at run time
-    │     codes: RESULT_COLUMN_CONFLICT, TIMER_LOOP, FUNCTION_FAILED, STATE_INVALID,
-    │            GAP_NOT_POSITIVE, KEY_STATE_LIMIT, RESULT_SCHEMA_MISMATCH
+    │     codes: EXECUTION_FAILED (default), RESULT_COLUMN_CONFLICT, TIMER_LOOP,
+    │            FUNCTION_FAILED, STATE_INVALID,
+    │            GAP_NOT_POSITIVE, KEY_STATE_LIMIT, RESULT_SCHEMA_MISMATCH,
+    │            CONNECT_SERVER_FAILED, VALIDATION_ERROR
     └── StateError                      checkpoints and snapshots
           codes: SNAPSHOT_UNSERIALIZABLE, SNAPSHOT_VERSION, SNAPSHOT_CORRUPT,
                  FINGERPRINT_MISMATCH, CHECKPOINT_CONFLICT, CHECKPOINT_CORRUPT,
