@@ -12,7 +12,11 @@ driver. Invariants of the data:
   is its arrival time minus a delay: 0-2 min for ~97.5 % (so event times fall mostly inside the
   arrival hour, slightly out of order), 1-6 h for ~2 %, 24-36 h for ~0.5 % (more than a day
   late);
-- the output is deterministic for given parameters (fixed seeds and partitioning).
+- the output is deterministic for given parameters (fixed seeds and partitioning);
+- ``ts`` is stored as Parquet INT64 ``TIMESTAMP_MICROS`` (what pyarrow, Arrow-based writers and
+  Spark with ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS`` write), not Spark's
+  default INT96, which carries no min/max statistics; the native path reads the bundle plan
+  from those statistics (``windowlib/engines/spark/bundle_stats.py``).
 
 A marker file ``_clickstream.json`` (ignored by Parquet readers) names the parameters; a later
 call with the same parameters returns at once. A directory holding anything but a previous
@@ -35,7 +39,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 MARKER = "_clickstream.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: ts stored as INT64 TIMESTAMP_MICROS (was Spark's default INT96)
 START_EPOCH_S = 1_709_251_200  # 2024-03-01T00:00:00Z
 LATE_HOURS_SHARE = 0.02
 LATE_DAY_SHARE = 0.005
@@ -118,8 +122,14 @@ def ensure_clickstream(path: str, events: int = 10_000_000, keys: int = 100_000,
     if os.path.exists(marker):
         os.remove(marker)  # a half-rewritten dataset must not look complete
     df = clickstream_frame(spark, events, keys, hours, seed)
-    (df.repartition("arrival_hour").write.mode("overwrite")
-     .partitionBy("arrival_hour").parquet(path))
+    conf = "spark.sql.parquet.outputTimestampType"
+    previous = spark.conf.get(conf)
+    spark.conf.set(conf, "TIMESTAMP_MICROS")
+    try:
+        (df.repartition("arrival_hour").write.mode("overwrite")
+         .partitionBy("arrival_hour").parquet(path))
+    finally:
+        spark.conf.set(conf, previous)
     with open(marker, "w", encoding="utf-8") as f:
         json.dump(params, f)
     return path

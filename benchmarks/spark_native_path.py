@@ -3,27 +3,31 @@
 Reads the synthetic clickstream of ``clickstream.py`` (``ensure_clickstream``: ``--events``
 events, ``--keys`` skewed keys, 48 hourly ``arrival_hour`` partitions, ~2 % of events hours
 late, ~0.5 % more than a day late; generated once and cached under ``--data``) and times over
-the same Parquet, warm session, ``noop`` sink (nothing collected), best of ``--repeat`` (runs
+the same Parquet, warm session, ``noop`` sink (nothing collected), median of ``--repeat`` (runs
 alternate, so load changes on a shared machine hit both sides alike):
 
 - hand-written SQL: ``groupBy(key, window(ts, ...)).agg(sum, count, max)``;
 - the native path (``run_dataframe(..., path="native")``): the same aggregates, default trigger,
   1 h allowed lateness, ``BoundedOutOfOrderness(10 min)``, finalized; its firings (on-time and
   late panes) written to the noop sink, plus the late and rejects outputs in ``--all-outputs``;
-  the time includes the bundle plan (one small aggregate job), printed separately too.
+  the time includes planning (the bundle plan: Parquet footers, or one small aggregate job),
+  printed separately too. ``--late-branch one_pass,split`` times both ways of bringing the
+  late elements to their windows (``native_default.LATE_BRANCH``).
 
 Cases: tumbling 5 min; sliding 1 h every 5 min; ``sessions``: windowlib session windows (30 min
 gap; the planner's path, i.e. the general path) against Spark's ``session_window``. Prints each
 time, the ratio windowlib / hand and the machine load (``os.getloadavg``) next to every figure.
 
     .venv/bin/python benchmarks/spark_native_path.py [--events N] [--keys K] [--repeat R]
-        [--data DIR] [--cases tumbling,sliding,sessions] [--all-outputs]
+        [--data DIR] [--cases tumbling,sliding,sessions] [--late-branch one_pass,split]
+        [--all-outputs]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -49,7 +53,7 @@ def load() -> str:
 
 
 def timed(runs: dict, repeat: int) -> dict:
-    """Best seconds per run; the runs alternate, so load changes on a shared machine hit
+    """Median seconds per run; the runs alternate, so load changes on a shared machine hit
     every run alike."""
     times: dict = {name: [] for name in runs}
     for _ in range(repeat):
@@ -58,7 +62,7 @@ def timed(runs: dict, repeat: int) -> dict:
             fn()
             times[name].append(time.perf_counter() - t0)
             print(f"    {name}: {times[name][-1]:.2f} s ({load()})", flush=True)
-    return {name: min(t) for name, t in times.items()}
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def pipeline(size: str, slide: str | None) -> wl.Pipeline:
@@ -78,15 +82,20 @@ def noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
-    """Time hand-written SQL and the native path for one case; print one line."""
+def bench_case(frame, case: str, repeat: int, all_outputs: bool,
+               late_branches: list[str]) -> None:
+    """Time hand-written SQL and windowlib for one case (alternating); print one line per
+    windowlib variant."""
     from pyspark.sql import functions as F
+
+    from windowlib.engines.spark import native_default
 
     size, slide = CASES[case]
     p = pipeline(size, slide)
 
     path = "auto" if slide == "session" else "native"
-    plan_times: list = []
+    plan_times: dict = {}
+    sources: dict = {}
 
     def hand():
         if slide == "session":
@@ -97,27 +106,39 @@ def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
             F.sum("value").alias("total"), F.count(F.lit(1)).alias("count"),
             F.max("value").alias("peak")))
 
-    def ours():
-        t0 = time.perf_counter()
-        result = run_dataframe(p, frame(), "arrival_hour",
-                               watermark=wl.BoundedOutOfOrderness("10 minutes"),
-                               finalize=True, path=path)
-        plan_times.append(time.perf_counter() - t0)
-        noop(result.firings)
-        if all_outputs:
-            noop(result.late)
-            noop(result.rejects)
-        result.unpersist()
+    def ours(branch: str):
+        def run():
+            native_default.LATE_BRANCH = branch
+            t0 = time.perf_counter()
+            result = run_dataframe(p, frame(), "arrival_hour",
+                                   watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                                   finalize=True, path=path)
+            plan_times.setdefault(branch, []).append(time.perf_counter() - t0)
+            if result.native is not None:
+                sources[branch] = result.native.plan_source
+            noop(result.firings)
+            if all_outputs:
+                noop(result.late)
+                noop(result.rejects)
+            result.unpersist()
+        return run
 
-    name = "native path" if path == "native" else "windowlib (planner: general path)"
+    if path == "native":
+        runs = {f"native path ({b})": ours(b) for b in late_branches}
+    else:
+        runs = {"windowlib (planner: general path)": ours(late_branches[0])}
     hand()     # warm-up (JIT, file listing cache)
-    ours()
-    best = timed({"hand SQL": hand, name: ours}, repeat)
-    t_hand, t_ours = best["hand SQL"], best[name]
+    for run in runs.values():
+        run()
+    median = timed({"hand SQL": hand, **runs}, repeat)
+    t_hand = median["hand SQL"]
     label = f"{case} {size}" + (f" / {slide}" if slide and slide != "session" else "")
-    print(f"  {label:<24} hand SQL {t_hand:7.2f} s   {name} {t_ours:7.2f} s "
-          f"(bundle plan {min(plan_times):.2f} s)   ratio {t_ours / t_hand:5.2f}x   "
-          f"[{load()}]", flush=True)
+    for (name, _), branch in zip(runs.items(), late_branches):
+        plan = statistics.median(plan_times[branch])
+        print(f"  {label:<22} hand SQL {t_hand:7.2f} s   {name} {median[name]:7.2f} s "
+              f"(planning {plan:.2f} s; bundle plan from {sources.get(branch, '-')})   "
+              f"ratio {median[name] / t_hand:5.2f}x   [{load()}]", flush=True)
+    native_default.LATE_BRANCH = "one_pass"
 
 
 def main() -> None:
@@ -127,6 +148,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", default=None)
     parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--late-branch", default="one_pass",
+                        help="native variants to time, comma-separated: one_pass,split")
     parser.add_argument("--all-outputs", action="store_true",
                         help="also write the late and rejects outputs of the native path")
     args = parser.parse_args()
@@ -141,13 +164,14 @@ def main() -> None:
     path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)
     print(f"data: {path} (ready in {time.perf_counter() - t0:.1f} s); "
           f"{spark.sparkContext.master if hasattr(spark, 'sparkContext') else 'connect'}; "
-          f"best of {args.repeat}; {load()}; shared machine: absolute times vary with load")
+          f"median of {args.repeat}; {load()}; shared machine: absolute times vary with load")
 
     def frame():
         return spark.read.parquet(path)
 
     for case in cases:
-        bench_case(frame, case, args.repeat, args.all_outputs)
+        bench_case(frame, case, args.repeat, args.all_outputs,
+                   [b for b in args.late_branch.split(",") if b])
     spark.stop()
 
 

@@ -293,5 +293,6 @@ def test_default_trigger_firings_read_the_input_once(spark, tmp_path, capsys):
         result.firings.explain()
         plan = capsys.readouterr().out
         assert plan.count("FileScan") == 1, plan
+        assert result.native.plan_source == "parquet footers"      # and no plan job either
         assert "Join" not in plan and "Window" not in plan, plan
         assert result.firings.count() > 0

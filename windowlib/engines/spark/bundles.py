@@ -4,7 +4,8 @@ A DataFrame's ``arrival`` column (a partition value: string, timestamp, date or 
 the bundles (SPEC §1): bundle ``b`` is the ``b``-th distinct arrival value in ascending order.
 Everything the event loop needs besides the rows themselves is derived here, **on the driver,
 from one small aggregate** — ``groupBy(arrival).agg(count, max accepted event time)``, one row
-per bundle; data rows are never collected:
+per bundle — or, without reading the data, from the same figures taken from Parquet footers
+(``bundle_stats.py``) or given by the caller; data rows are never collected:
 
 - ``P_b`` (processing time): ``P_b = max(P_{b-1}, given_b)``; ``given_b`` is an explicit
   override for the bundle when there is one, otherwise the end of the partition's interval when
@@ -269,13 +270,18 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
                  overrides: Mapping[Any, BundleOverride] | None = None,
                  processing_time: Any = None, arrival_interval: Any = None,
                  initial_watermark: int = MIN_TS, initial_processing_time: int = MIN_TS,
-                 initial_max_event_ts: int = MIN_TS) -> BundlePlan:
+                 initial_max_event_ts: int = MIN_TS,
+                 stats: Mapping[Any, Any] | None = None) -> BundlePlan:
     """Compute the bundle sequence of ``df`` (which has the columns of ``prepare_input``).
 
     ``processing_time``: the run's logical time (used for bundles whose arrival value is not a
     time), or a mapping arrival value -> processing time. ``arrival_interval`` (a duration)
     overrides the inferred partition interval. ``overrides`` maps canonical arrival values to
     ``BundleOverride``; they win over everything else and add bundles that have no rows.
+    ``stats`` (``bundle_stats.footer_stats``, or a caller's exact per-bundle figures:
+    canonical arrival -> object with ``count`` and ``max_ts``, the largest event time of the
+    rows with a valid timestamp and non-null keys) replaces the aggregate job; only bundles
+    holding a future timestamp are then read (the filtered aggregate below).
     """
     from pyspark.sql import functions as F
 
@@ -308,14 +314,18 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
         # the largest event time below the bundle's own horizon: exact whenever P_b == given_b
         aggs.append(F.max(F.when(accepted & (F.col(TS) <= given_col + F.lit(max_future_skew_ms)),
                                  F.col(TS))).alias("max_given"))
-    stats = df.groupBy(ARRIVAL).agg(*aggs).collect()
     per_bundle: dict[Any, list] = {}
-    for row in stats:
-        if row[ARRIVAL] is None:
-            raise InputError(f"{row['n']} rows have a null arrival value; every row must belong "
-                             "to a bundle (partition)", code="BUNDLE_INVALID")
-        per_bundle[row[ARRIVAL]] = [int(row["n"]), row["max_ts"],
-                                    row["max_given"] if given_col is not None else None]
+    if stats is not None:
+        given_col = None        # no max below the horizon: bundles beyond it are offenders
+        for a, stat in stats.items():
+            per_bundle[a] = [int(stat.count), stat.max_ts, None]
+    else:
+        for row in df.groupBy(ARRIVAL).agg(*aggs).collect():
+            if row[ARRIVAL] is None:
+                raise InputError(f"{row['n']} rows have a null arrival value; every row must "
+                                 "belong to a bundle (partition)", code="BUNDLE_INVALID")
+            per_bundle[row[ARRIVAL]] = [int(row["n"]), row["max_ts"],
+                                        row["max_given"] if given_col is not None else None]
     for a in overrides:
         per_bundle.setdefault(a, [0, None, None])
     arrivals = sorted(per_bundle)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowlib.engines.spark.native import (
+from windowlib.engines.spark.native_parts import (
     MX,
     ORDER_N,
     PB,

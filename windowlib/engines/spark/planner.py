@@ -123,7 +123,14 @@ def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
         return (f"pipeline {pipeline.name!r}: native path (Spark SQL only: one scan and one "
                 "groupBy(key, window) aggregate; late firings folded from each window's list "
                 "of late elements; no Python per row)\n  why: every part of the pipeline is "
-                "inside the native subset proven equal to the reference engine")
+                "inside the native subset proven equal to the reference engine\n"
+                "  bundle plan: from Parquet footer statistics (no Spark job) when the input "
+                "is a plain Parquet scan with INT64 timestamp or integer event times, "
+                "statistics and non-null keys, and its files are readable where the driver "
+                "(or the Spark Connect client) runs; otherwise one small aggregate job "
+                "(groupBy(arrival).agg(count, max event time)), e.g. for other formats, "
+                "filters or computed columns, INT96 timestamps, or remote files over Spark "
+                "Connect")
     return (f"pipeline {pipeline.name!r}: general path (the semantic core's KeyDriver per key "
             "inside mapInArrow over key-sorted partitions)\n  why not native: "
             + "; ".join(choice.reasons))

@@ -1,0 +1,235 @@
+"""Shared pieces of the native path's firing builders (``native_default.py``,
+``native_counts.py``): internal column names, literal-array lookups (bundle clocks indexed by a
+Column), the ``bisect_left`` search tree over literals, and ``Parts`` (the kept (element,
+window) rows plus the bundle plan, with helpers that build firing rows and entry structs).
+
+Invariant: every helper builds lazy Column expressions over literals of the bundle plan; none
+collects data or joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.engines.spark.general import PHASE_ELEMENTS, PHASE_FINISH, PHASE_TIMERS_WM
+from windowlib.engines.spark.native_aggs import AggContext
+
+B, PB, WP, SUB, ORDER_N = "__wl_b", "__wl_pb", "__wl_wprev", "__wl_sub", "__wl_n"
+PHASE, RORDER = "__wl_phase", "__wl_rorder"
+WS, MX, ON_N, J, REASON = "__wl_ws", "__wl_mx", "__wl_on_n", "__wl_j", "__wl_reason"
+LATE_LIST, ENTRY = "__wl_late", "__wl_entry"
+BSTAR, OT_W, OT_P = "__wl_bstar", "__wl_ot_w", "__wl_ot_p"
+
+def longs(values: Sequence[int]) -> Any:
+    from pyspark.sql import functions as F
+
+    if not values:
+        return F.array().cast("array<bigint>")
+    return F.array(*[F.lit(int(v)).cast("long") for v in values])
+
+
+def at(values: Sequence[int], index: Any) -> Any:
+    """``values[index]`` (0-based) for a Column index, from a literal array."""
+    from pyspark.sql import functions as F
+
+    return F.element_at(longs(values), index + F.lit(1))
+
+
+RANK_TREE_LIMIT = 512
+
+
+def rank(col: Any, values: Sequence[Any]) -> Any:
+    """How many of the ascending ``values`` are ``< col`` (``bisect_left``), as an int Column:
+    a balanced tree of ``CASE WHEN`` over literals (log2(n) comparisons, compiled by Spark's
+    code generation); beyond ``RANK_TREE_LIMIT`` values, a higher-order ``filter``."""
+    from pyspark.sql import functions as F
+
+    n = len(values)
+    if n > RANK_TREE_LIMIT:
+        return F.size(F.filter(F.array(*[F.lit(v) for v in values]), lambda v: v < col))
+
+    def tree(lo: int, hi: int) -> Any:       # the answer lies in [lo, hi]
+        if lo == hi:
+            return F.lit(lo)
+        mid = (lo + hi) // 2
+        return F.when(F.lit(values[mid]) < col, tree(mid + 1, hi)).otherwise(tree(lo, mid))
+
+    return tree(0, n).cast("int")
+
+
+def nullable(dtype: Any) -> Any:
+    """``dtype`` with every nested field, element and value nullable (casts to it never fail
+    on nullability)."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(nullable(dtype.elementType), True)
+    if isinstance(dtype, T.MapType):
+        return T.MapType(nullable(dtype.keyType), nullable(dtype.valueType), True)
+    if isinstance(dtype, T.StructType):
+        return T.StructType([T.StructField(f.name, nullable(f.dataType), True)
+                             for f in dtype.fields])
+    return dtype
+
+
+def finite(col: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.when((col == F.lit(MIN_TS)) | (col == F.lit(MAX_TS)), F.lit(None).cast("long")
+                  ).otherwise(col)
+
+
+def plus_saturating(col: Any, ms: int) -> Any:
+    """``col + ms`` saturating at ``MAX_TS`` (``lateness.cleanup_time``)."""
+    from pyspark.sql import functions as F
+
+    if ms == 0:
+        return col
+    return F.when(col >= F.lit(MAX_TS - ms), F.lit(MAX_TS)).otherwise(col + F.lit(ms))
+
+
+@dataclass
+class Parts:
+    """What the firing builders share: kept (element, window) rows and the plan."""
+
+    kept: Any
+    keys: list
+    key_names: list
+    order: list
+    ctx: AggContext
+    compiled: list
+    P: list
+    W: list
+    W_before: list
+    size: int
+    lateness: int
+    finalize: bool
+    accumulating: bool
+    retracting: bool
+
+    @property
+    def group(self) -> list:
+        from pyspark.sql import functions as F
+
+        return [*self.keys, F.col(WS)]
+
+    def accumulators(self, prefix: str, window: Any = None, mask: Any = None
+                     ) -> tuple[list, list[dict]]:
+        """Aliased accumulator expressions (running over ``window`` when given, restricted
+        to the rows where ``mask`` holds when given) and, per aggregate, ``{name: Column}``
+        referring to them."""
+        from pyspark.sql import functions as F
+
+        ctx = self.ctx if mask is None else AggContext(self.ctx.ts, self.ctx.order, mask)
+        exprs, accs = [], []
+        for i, c in enumerate(self.compiled):
+            names = {}
+            for name, expr in c.accumulators(ctx).items():
+                col = f"{prefix}{i}_{name}"
+                exprs.append((expr if window is None else expr.over(window)).alias(col))
+                names[name] = F.col(col)
+            accs.append(names)
+        return exprs, accs
+
+    def window_bounds(self) -> list:
+        from pyspark.sql import functions as F
+
+        return [*self.keys, F.col(WS).alias("window_start"),
+                (F.col(WS) + F.lit(self.size)).alias("window_end")]
+
+    def on_time_rows(self, on: Any, results: list, pane: Any) -> Any:
+        """The ON_TIME firing of each window of ``on`` (one row per window with the window's
+        accumulators): at the first bundle whose watermark reaches ``max``, or at the end of
+        a finalized input."""
+        from pyspark.sql import functions as F
+
+        n, W, P = len(self.P), self.W, self.P
+        mx = F.col(WS) + F.lit(self.size - 1)
+        b_star = rank(mx, W) if n else F.lit(0)
+        fired = on.withColumn(B, b_star.cast("int"))
+        if not self.finalize:
+            fired = fired.filter(F.col(B) < F.lit(n))
+        in_run = F.col(B) < F.lit(n)
+        return fired.select(
+            *self.window_bounds(), pane.cast("long").alias("pane_index"),
+            F.lit("ON_TIME").alias("timing"), F.lit(self.lateness == 0).alias("is_final"),
+            F.lit(False).alias("retract"),
+            F.when(in_run, finite(at(W, F.col(B)))).alias("watermark"),
+            F.when(in_run, finite(at(P, F.col(B)))).alias("processing_time"),
+            *results,
+            F.when(in_run, F.col(B)).otherwise(F.lit(n)).alias(B),
+            F.when(in_run, F.lit(PHASE_TIMERS_WM)).otherwise(F.lit(PHASE_FINISH)).alias(PHASE),
+            F.lit(0).cast("long").alias(SUB), mx.alias(ORDER_N), F.lit(1).alias(RORDER))
+
+    def entry_names(self) -> list[str]:
+        return ["pane_index", "timing", "is_final", "retract", "watermark", "processing_time",
+                *[c.name for c in self.compiled], B, PHASE, SUB, ORDER_N, RORDER]
+
+    def entry(self, pane: Any, timing: Any, is_final: Any, retract: Any, b: Any, sub: Any,
+              results: list, emit: Any, rorder: int) -> Any:
+        """One firing (or retraction) of an element of bundle ``b`` as a struct (fields:
+        ``entry_names`` and ``emit``, false for entries that are not output)."""
+        from pyspark.sql import functions as F
+
+        return self._entry(pane, timing, is_final, retract,
+                           finite(at(self.W_before, b)), finite(at(self.P, b)), results,
+                           b, F.lit(PHASE_ELEMENTS), sub, F.col(WS), F.lit(rorder), emit)
+
+    def _entry(self, pane: Any, timing: Any, is_final: Any, retract: Any, watermark: Any,
+               processing_time: Any, results: list, b: Any, phase: Any, sub: Any,
+               order_n: Any, rorder: Any, emit: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        values = [pane.cast("long"), timing, is_final, retract, watermark.cast("long"),
+                  processing_time.cast("long"),
+                  *[r.cast(c.dtype) for r, c in zip(results, self.compiled)],
+                  b.cast("int"), phase.cast("int"), sub.cast("long"), order_n.cast("long"),
+                  rorder.cast("int")]
+        return F.struct(*[v.alias(n) for v, n in zip(values, self.entry_names())],
+                        emit.alias("emit"))
+
+    def with_on_time_clocks(self, frame: Any) -> Any:
+        """``frame`` (one row per window) with the bundle of its ON_TIME firing (``len(P)``
+        if none in this run) and the clocks there, computed once per row (columns, so the
+        search tree is not repeated inside the firing expressions)."""
+        from pyspark.sql import functions as F
+
+        n, W, P = len(self.P), self.W, self.P
+        mx = F.col(WS) + F.lit(self.size - 1)
+        frame = frame.withColumn(BSTAR, rank(mx, W) if n else F.lit(0))
+        in_run = F.col(BSTAR) < F.lit(n)
+        return (frame.withColumn(OT_W, F.when(in_run, at(W, F.col(BSTAR))))
+                .withColumn(OT_P, F.when(in_run, at(P, F.col(BSTAR)))))
+
+    def on_time_entry(self, results: list, had_on_time: Any) -> Any:
+        """The ON_TIME firing of a window (as ``on_time_rows``; needs the columns of
+        ``with_on_time_clocks``) as an entry struct; emitted iff the window had on-time
+        elements and its end timer fired in this run."""
+        from pyspark.sql import functions as F
+
+        n = len(self.P)
+        in_run = F.col(BSTAR) < F.lit(n)
+        emit = had_on_time if self.finalize else (had_on_time & in_run)
+        return self._entry(
+            F.lit(0), F.lit("ON_TIME"), F.lit(self.lateness == 0), F.lit(False),
+            finite(F.col(OT_W)), finite(F.col(OT_P)), results, F.col(BSTAR),
+            F.when(in_run, F.lit(PHASE_TIMERS_WM)).otherwise(F.lit(PHASE_FINISH)),
+            F.lit(0), F.col(WS) + F.lit(self.size - 1), F.lit(1), emit)
+
+    def element_rows(self, frame: Any, timing: Any, pane: Any, results: list,
+                     rorder: int = 1) -> Any:
+        """Firings caused by an element (EARLY or LATE; ``rorder`` 0: retractions before
+        them): the clocks of the element's bundle."""
+        from pyspark.sql import functions as F
+
+        timing = F.lit(timing) if isinstance(timing, str) else timing
+        return frame.select(
+            *self.window_bounds(), pane.cast("long").alias("pane_index"),
+            timing.alias("timing"), F.lit(False).alias("is_final"),
+            F.lit(rorder == 0).alias("retract"),
+            finite(F.col(WP)).alias("watermark"), finite(F.col(PB)).alias("processing_time"),
+            *results, F.col(B), F.lit(PHASE_ELEMENTS).alias(PHASE), F.col(SUB),
+            F.col(WS).alias(ORDER_N), F.lit(rorder).alias(RORDER))
