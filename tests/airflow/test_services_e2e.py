@@ -1,9 +1,18 @@
 """The real services: Airflow 3 api-server, scheduler and dag-processor on 127.0.0.1
-(``infra/airflow_services.py``), started once for this module (``services`` fixture):
+(``infra/airflow_services.py``), started once for this module (``services`` fixture) over a
+two-hour synthetic lake and the test registry ``wl_single_registry`` (two pipeline DAGs):
 
-* a scheduled catch-up run of ``windowlib_clickstream_demo``, a run of ``windowlib_backfill``
-  triggered through REST API v2 and an Airflow-native backfill (dry run) through REST, all
-  waited for;
+* a scheduled catch-up run of ``windowlib_clickstream_demo`` (its one interval [00:00, 01:00))
+  and a run of ``windowlib_backfill`` triggered through REST API v2, all waited for; backfill
+  dry runs show how an Airflow-native backfill treats the existing scheduled run
+  (``reprocess_behavior``);
+* a real Airflow-native backfill (``POST /api/v2/backfills``, ``max_active_runs=1``) of
+  ``windowlib_clickstream_history`` over two hourly intervals. That DAG's schedule starts in
+  2100, so every run of it is a backfill run: one backfill run per interval, all succeed,
+  logical dates ascending, one at a time in order (run i+1 starts after run i ends), and each
+  run did its interval's work — its ``plan``/``publish`` XComs name the partitions it scanned
+  and consumed, and the pipeline's checkpoint in the lake holds exactly those two commits, in
+  that order;
 * a browser test: headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright,
   which never downloads a browser) logs in, opens the backfill DAG's Trigger dialog, fills the
   Params form and starts the run; the REST API must then show that run, with the typed values
@@ -19,7 +28,9 @@ import shutil
 import socket
 import sys
 import time
+import urllib.error
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -28,6 +39,7 @@ from conftest import HERE, REPO
 pytestmark = [pytest.mark.e2e, pytest.mark.airflow, pytest.mark.slow]
 sys.path.insert(0, str(REPO / "infra"))
 CHROMIUM = "/usr/bin/chromium"
+HISTORY_DAG = "windowlib_clickstream_history"  # see wl_single_registry: backfill runs only
 # the flags NOTES.md found to work on these machines (the user-data dir is fresh per test)
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -44,8 +56,16 @@ def _api(services, token: str, method: str, path: str, body: dict | None = None)
         f"{services.url}/api/v2{path}", method=method,
         data=None if body is None else json.dumps(body).encode(),
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return json.loads(resp.read() or b"{}")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:  # name the API's own message in the failure
+        raise AssertionError(f"{method} {path}: HTTP {exc.code} {exc.read()[:2000]!r}") from exc
+
+
+def _when(text: str | None) -> datetime:
+    assert text, "the API returned no timestamp"
+    return datetime.fromisoformat(text)
 
 
 def _wait_run(services, token, dag_id: str, run_id: str | None, timeout: float) -> dict:
@@ -94,6 +114,7 @@ def _xcom(services, token: str, dag_id: str, run_id: str, task_id: str) -> dict:
 
 
 @pytest.mark.spark
+@pytest.mark.usefixtures("history_backfill")  # started early: its runs overlap these
 def test_services_run_a_scheduled_dag_and_a_rest_triggered_backfill(services):
     token = services.token()
     # the scheduler catches up the one interval [00:00, 01:00) between start and end date
@@ -108,12 +129,100 @@ def test_services_run_a_scheduled_dag_and_a_rest_triggered_backfill(services):
     assert run["state"] == "success", run
     value = _xcom(services, token, "windowlib_backfill", created["dag_run_id"], "backfill")
     assert value["status"] == "published" and value["partitions"] == ["2024-03-01T01"]
-    # Airflow-native backfill on a pipeline DAG (dry run: the runs it would create)
-    dry = _api(services, token, "POST", "/backfills/dry_run", {
-        "dag_id": "windowlib_clickstream_demo", "from_date": "2024-03-01T00:00:00Z",
-        "to_date": "2024-03-01T00:00:00Z", "max_active_runs": 1,
-        "reprocess_behavior": "completed"})
-    assert dry["total_entries"] >= 1
+    # Airflow-native backfill over the scheduled interval: an existing successful run is only
+    # re-run when reprocess_behavior says so (dry runs: the runs it would create)
+    body = {"dag_id": "windowlib_clickstream_demo", "from_date": "2024-03-01T00:00:00Z",
+            "to_date": "2024-03-01T00:00:00Z", "max_active_runs": 1}
+    none = _api(services, token, "POST", "/backfills/dry_run",
+                {**body, "reprocess_behavior": "none"})
+    completed = _api(services, token, "POST", "/backfills/dry_run",
+                     {**body, "reprocess_behavior": "completed"})
+    assert none["total_entries"] == 0, none
+    assert [_when(b["logical_date"]) for b in completed["backfills"]] == [
+        _when("2024-03-01T00:00:00+00:00")]
+
+
+HISTORY_HOURS = ["2024-03-01T00", "2024-03-01T01"]
+HISTORY_BACKFILL = {"dag_id": HISTORY_DAG, "from_date": "2024-03-01T00:00:00Z",
+                    "to_date": "2024-03-01T01:00:00Z", "run_backwards": False,
+                    "dag_run_conf": {}, "reprocess_behavior": "none", "max_active_runs": 1}
+
+
+@pytest.fixture(scope="module")
+def history_backfill(services) -> dict:
+    """The Airflow-native backfill of ``windowlib_clickstream_history`` over two hourly
+    intervals, created through REST as soon as the services are up (the first test requests
+    it), so its runs overlap the other tests' runs; its own runs still go one at a time."""
+    token = services.token()
+    deadline = time.monotonic() + 600  # "healthy" does not wait for the dag-processor
+    while not (dags := _api(services, token, "GET",
+                            f"/dags?dag_id_pattern={HISTORY_DAG}")["dags"]):
+        assert time.monotonic() < deadline, f"{HISTORY_DAG} not parsed after 600 s"
+        time.sleep(2)
+    assert dags[0]["dag_id"] == HISTORY_DAG and not dags[0]["is_paused"], dags
+    dry = _api(services, token, "POST", "/backfills/dry_run", HISTORY_BACKFILL)
+    assert [_when(b["logical_date"]) for b in dry["backfills"]] == [
+        _when(f"{h}:00:00+00:00") for h in HISTORY_HOURS]
+    return _api(services, token, "POST", "/backfills", HISTORY_BACKFILL)
+
+
+def _wait_backfill(services, token, backfill_id: int, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        backfill = _api(services, token, "GET", f"/backfills/{backfill_id}")
+        if backfill["completed_at"] is not None:
+            return backfill
+        time.sleep(5)
+    raise TimeoutError(f"backfill {backfill_id} not completed after {timeout} s")
+
+
+@pytest.mark.spark
+def test_native_backfill_runs_each_interval_once_in_order_and_does_the_work(services,
+                                                                           history_backfill):
+    from _windowlib_factory import run_key
+    from wl_single_registry import HISTORY, get
+
+    from windowlib.runs.operations import job_status
+
+    token = services.token()
+    hours = HISTORY_HOURS
+    expected = [_when(f"{h}:00:00+00:00") for h in hours]
+    assert history_backfill["dag_id"] == HISTORY_DAG and history_backfill["max_active_runs"] == 1
+    done = _wait_backfill(services, token, history_backfill["id"], 1800)
+    assert done["completed_at"] is not None and done["is_paused"] is False
+
+    runs = _api(services, token, "GET", f"/dags/{HISTORY_DAG}/dagRuns")["dag_runs"]
+    # the DAG's schedule starts in 2100: every run is one of this backfill's
+    assert sorted(r["run_type"] for r in runs) == ["backfill", "backfill"], runs
+    runs.sort(key=lambda r: _when(r["logical_date"]))
+    assert [_when(r["logical_date"]) for r in runs] == expected
+    assert [r["state"] for r in runs] == ["success", "success"], runs
+    assert [_when(r["data_interval_end"]) for r in runs] == [expected[1],
+                                                              _when("2024-03-01T02:00:00Z")]
+    first, second = runs
+    assert _when(first["start_date"]) <= _when(first["end_date"]) \
+        <= _when(second["start_date"]) <= _when(second["end_date"]), runs
+
+    # each run did its interval's work: the plan scanned the interval plus the job's lookback of
+    # one hour; publish committed the one new partition (the other was the earlier run's)
+    scanned = [["2024-02-29T23", hours[0]], hours]
+    for i, run in enumerate(runs):
+        plan = _xcom(services, token, HISTORY_DAG, run["dag_run_id"], "plan")
+        assert plan["partitions"] == scanned[i] and plan["plan"]["parent_version"] == (i or None)
+        published = _xcom(services, token, HISTORY_DAG, run["dag_run_id"], "publish")
+        assert published["status"] == "published" and published["version"] == i + 1, published
+        assert published["partitions"] == [hours[i]] and published["files_consumed"] == 1
+        assert published["inputs"] > 0 and published["firings"] > 0, published
+
+    # and the lake agrees: the pipeline's checkpoint holds exactly these two commits, in order
+    status = job_status(get(HISTORY), services.env["WINDOWLIB_ROOT"])
+    assert status["version"] == 2 and status["files_consumed_total"] == 2, status
+    assert [(c["version"], c["run_id"], c["files"]) for c in reversed(status["runs"])] == [
+        (i + 1, f"{run_key(HISTORY_DAG, run['dag_run_id'])}@v{i}", 1)
+        for i, run in enumerate(runs)]
+    # the same backfill again creates nothing: both intervals have a successful run
+    again = _api(services, token, "POST", "/backfills/dry_run", HISTORY_BACKFILL)
+    assert again["total_entries"] == 0, again
 
 
 def _browser_or_skip() -> None:
@@ -145,6 +254,7 @@ def test_browser_fills_the_backfill_params_form_and_the_run_succeeds(services, t
         try:
             page = browser.new_page()
             page.set_default_timeout(120_000)          # a loaded 2-core machine
+            expect.set_options(timeout=120_000)        # expect() has its own 5 s default
             page.goto(f"{services.url}/auth/login?next=%2Fdags%2Fwindowlib_backfill")
             page.locator("input[name=username]").fill(services.username)
             page.locator("input[name=password]").fill(services.password)
