@@ -13,12 +13,13 @@ export PATH                  := $(abspath $(VENV))/bin:$(PATH)
 setup:
 	@bash infra/bootstrap.sh
 
-# The suite runs in TEST_WORKERS processes (pytest-xdist, one test file per worker at a time):
-# much of it waits on JVM, server and subprocess starts, so two workers on two cores halve it.
+# The suite runs in TEST_WORKERS processes (pytest-xdist): much of it waits on JVM, server and
+# subprocess starts, so two workers on two cores halve it. `--dist loadgroup` hands out test
+# modules (split ones test by test) heaviest first, see tests/xdist_costs.py.
 TEST_WORKERS ?= 2
 
 test: setup
-	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-unit: setup
 	@$(PY) -m pytest -q -m unit $(PYTEST_ARGS)

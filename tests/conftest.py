@@ -2,6 +2,10 @@
 
 Tiers are pytest markers (see pyproject.toml): ``unit`` runs without a JVM; ``spark``, ``s3``,
 ``airflow`` and ``e2e`` start real services. Every test module declares its tier.
+
+``make test`` runs ``pytest -n N --dist loadgroup``: how tests are grouped and ordered across
+the workers is decided in ``tests/xdist_costs.py`` (module groups, split modules, heaviest
+first).
 """
 
 from __future__ import annotations
@@ -18,4 +22,5 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 pytest_plugins = [
     "s3_servers",      # moto_s3 / seaweed_s3 fixtures (tests/s3_servers.py)
     "spark_session",   # the shared session-scoped `spark` fixture
+    "xdist_costs",     # groups and heaviest-first order for `-n N --dist loadgroup`
 ]

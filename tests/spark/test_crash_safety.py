@@ -42,7 +42,7 @@ def _cli(root: str, fault: str | None) -> subprocess.CompletedProcess:
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")   # once per worker, even when the tests are scheduled apart
 def expected(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("uninterrupted")
     write_synthetic(root / DATA_PATH, hours=3, events_per_hour=60, keys=4)

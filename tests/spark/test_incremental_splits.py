@@ -3,10 +3,10 @@ one run or in N runs yields the same firings").
 
 48 hourly partitions of a few rows each (out-of-order rows, rows late within the allowed
 lateness, rows beyond it, a reject) are processed once in ONE run (the baseline, computed once
-per module), once in 48 runs (one per partition), and in groupings whose cut points Hypothesis
-draws. Every way must give the same committed firings (``wl.read_firings``, without ``run_id``),
-late rows and rejects, and the same final checkpoint: watermark, processing time, largest event
-time and the pane state of every key.
+per test process), once in 48 runs (one per partition), and in groupings whose cut points
+Hypothesis draws. Every way must give the same committed firings (``wl.read_firings``, without
+``run_id``), late rows and rejects, and the same final checkpoint: watermark, processing time,
+largest event time and the pane state of every key.
 
 Cost: one ``run_incremental`` costs a few Spark jobs (seconds on a loaded 2-core machine), so
 the 48-run case runs once (marked ``slow``) and Hypothesis draws at most 5 cut points per
@@ -73,7 +73,7 @@ def hour_rows(rng: random.Random, hour: int) -> list[dict]:
     return rows
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")   # once per worker: the two tests may be scheduled apart
 def lake(tmp_path_factory):
     root = tmp_path_factory.mktemp("splits")
     rng = random.Random(48)
@@ -126,7 +126,7 @@ def observed(spark, p: wl.Pipeline, loc: dict) -> dict:
                              r["entries"]) for r in state.collect())}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def one_run(spark, lake):
     result = run_grouped(spark, lake, "one", [])
     # the data exercises what the property is about

@@ -58,14 +58,26 @@ def _outcome(root: str, settings) -> tuple:
     return head.version, head.watermark_ms, total, firings, sorted(f.path for f in cs.manifest())
 
 
+_EXPECTED: dict[str, tuple] = {}   # backend -> outcome of the uninterrupted runs (per process)
+
+
+def _uninterrupted(request, root_uri: str, s3_settings, tmp_path, capsys) -> tuple:
+    """Reference: uninterrupted runs in a separate root on the same backend, once per backend
+    (the outcome names no root: the same for every fault point)."""
+    backend = request.node.callspec.params["root_uri"]
+    if backend not in _EXPECTED:
+        ref_root = (root_uri + "-ref" if root_uri.startswith("s3")
+                    else (tmp_path / "ref").as_uri())
+        for run_id, files in (("r1", BATCH1), ("r2", BATCH2)):
+            assert "committed" in _inline(request, ref_root, run_id, files, capsys)
+        _EXPECTED[backend] = _outcome(ref_root, s3_settings)
+    return _EXPECTED[backend]
+
+
 @pytest.mark.parametrize("fault", FAULT_POINTS)
 def test_kill_at_fault_point_then_rerun_equals_uninterrupted(request, root_uri, s3_settings,
                                                              fault, tmp_path, capsys):
-    # Reference: uninterrupted runs in a separate root on the same backend.
-    ref_root = root_uri + "-ref" if root_uri.startswith("s3") else (tmp_path / "ref").as_uri()
-    for run_id, files in (("r1", BATCH1), ("r2", BATCH2)):
-        assert "committed" in _inline(request, ref_root, run_id, files, capsys)
-    expected = _outcome(ref_root, s3_settings)
+    expected = _uninterrupted(request, root_uri, s3_settings, tmp_path, capsys)
 
     assert "committed" in _inline(request, root_uri, "r1", BATCH1, capsys)
     crashed = _worker(request, root_uri, "r2", BATCH2, fault=fault)
