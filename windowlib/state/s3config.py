@@ -31,6 +31,8 @@ _RETRY_MODES = ("standard", "adaptive")
 _FS_TTL_S = 300.0  # cached Arrow filesystems are rebuilt after this (credentials may rotate)
 _FS_CACHE: dict[S3Settings, tuple[float, Any]] = {}
 _FS_LOCK = threading.Lock()
+_CLIENT_CACHE: dict[tuple[int, S3Settings], Any] = {}   # clients are thread-safe; per process
+_CLIENT_LOCK = threading.Lock()
 
 
 def _env(*names: str) -> str | None:
@@ -137,7 +139,20 @@ class S3Settings:
                              "files", code="S3_PROFILE_NOT_FOUND") from exc
 
     def client(self) -> Any:
-        """A boto3 S3 client with retries (``retry_mode``, ``max_attempts``) and timeouts."""
+        """A boto3 S3 client with retries (``retry_mode``, ``max_attempts``) and timeouts.
+
+        With explicit credentials the client is shared per process and settings (building one
+        costs 0.1-1 s); otherwise a new one resolves the current environment/profile."""
+        if not self.has_explicit_credentials:
+            return self._new_client()
+        key = (os.getpid(), self)
+        with _CLIENT_LOCK:
+            client = _CLIENT_CACHE.get(key)
+            if client is None:
+                client = _CLIENT_CACHE[key] = self._new_client()
+        return client
+
+    def _new_client(self) -> Any:
         from botocore.config import Config
 
         config = Config(
