@@ -7,8 +7,9 @@ warm session:
 - windowlib: one ``run_incremental`` per hourly partition (checkpoint and outputs on
   ``file://``): tumbling 5 min, sum + count + max, default trigger, 1 h allowed lateness,
   ``BoundedOutOfOrderness(10 min)``, no GX gate (its cost is measured separately by the
-  DAGs). Prints each run's time and state size, then run N / run 1 (goal ≤ 1.2x: cost follows
-  new data plus live state, not history).
+  DAGs). Prints each run's time, Spark job count (per-job scheduling latency is what a small
+  run pays most) and state size, then run N / run 1 (goal ≤ 1.2x: cost follows new data plus
+  live state, not history).
 - Structured Streaming with ``trigger(availableNow=True)``, ``withWatermark('ts', '70 minutes')``
   (10 min out-of-orderness + 1 h lateness) and a file checkpoint, the hour's partition added to
   the stream's input before each run. Prints the per-run median ratio windowlib / SSS (goal ≤
@@ -23,6 +24,7 @@ warm session:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -49,11 +51,22 @@ def pipeline() -> wl.Pipeline:
             .aggregate(agg.sum("value").alias("total"), agg.count(), agg.max("value")))
 
 
-def windowlib_runs(spark, data: str, work: str, hours: list[str]) -> tuple[list, list]:
+def spark_jobs(spark, group: str) -> int | None:
+    """Spark jobs run so far in job group ``group`` (classic sessions; ``None`` over Connect)."""
+    try:
+        return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+    except Exception:
+        return None
+
+
+def windowlib_runs(spark, data: str, work: str, hours: list[str]) -> tuple[list, list, list]:
     p = pipeline()
     source = wl.PartitionedSource(f"file://{data}", partition="arrival_hour")
-    times, summaries = [], []
-    for hour in hours:
+    times, summaries, jobs = [], [], []
+    for i, hour in enumerate(hours):
+        group = f"windowlib-run-{i}"
+        with contextlib.suppress(Exception):      # classic sessions only
+            spark.sparkContext.setJobGroup(group, group)
         start = time.perf_counter()
         summary = wl.run_incremental(p, source, f"file://{work}/checkpoints",
                                      f"file://{work}/windows", partitions=(hour, hour),
@@ -61,10 +74,14 @@ def windowlib_runs(spark, data: str, work: str, hours: list[str]) -> tuple[list,
                                      spark=spark)
         times.append(time.perf_counter() - start)
         summaries.append(summary)
-        print(f"  windowlib {hour}: {times[-1]:6.2f} s  inputs {summary.inputs:>8}  "
-              f"late {summary.late:>6}  firings {summary.firings:>7}  state "
-              f"{summary.state_rows} keys / {summary.state_bytes / 1e6:.1f} MB", flush=True)
-    return times, summaries
+        jobs.append(spark_jobs(spark, group))
+        print(f"  windowlib {hour}: {times[-1]:6.2f} s  {jobs[-1]} Spark jobs  inputs "
+              f"{summary.inputs:>8}  late {summary.late:>6}  firings {summary.firings:>7}  "
+              f"state {summary.state_rows} keys / {summary.state_bytes / 1e6:.1f} MB",
+              flush=True)
+    with contextlib.suppress(Exception):
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return times, summaries, jobs
 
 
 def sss_runs(spark, data: str, work: str, hours: list[str]) -> dict:
@@ -128,7 +145,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="wl-bench-inc-") as work:
         print(load())
         print(f"{len(hours)} hourly runs over {args.events:,} events, {args.keys:,} keys")
-        times, summaries = windowlib_runs(spark, data, os.path.join(work, "wl"), hours)
+        times, summaries, jobs = windowlib_runs(spark, data, os.path.join(work, "wl"), hours)
         inputs = sum(s.inputs for s in summaries)
         late = sum(s.late for s in summaries)
         rejects = sum(s.rejects for s in summaries)
@@ -138,6 +155,9 @@ def main() -> None:
               f"runs median {last:.2f} s -> ratio {last / first:.2f} (goal <= 1.2); median "
               f"{statistics.median(times):.2f} s/run; inputs {inputs:,} = processed "
               f"{inputs - late - rejects:,} + late {late:,} + rejects {rejects:,}")
+        if all(j is not None for j in jobs):
+            print(f"Spark jobs per windowlib run: {min(jobs)}-{max(jobs)} (median "
+                  f"{statistics.median(jobs):g})")
         sizes = [s.state_bytes for s in summaries]
         keys = [s.state_rows for s in summaries]
         half = len(sizes) // 2

@@ -14,7 +14,13 @@ import pytest
 import windowlib as wl
 from windowlib import aggregates as agg
 from windowlib.core.errors import StateError
-from windowlib.runs.incremental import plan_run, publish_run, run_incremental, stage_run
+from windowlib.runs.incremental import (
+    open_checkpoint,
+    plan_run,
+    publish_run,
+    run_incremental,
+    stage_run,
+)
 from windowlib.runs.outputs import read_firings, read_late, read_latest, read_rejects
 from windowlib.runs.source import PartitionedSource
 
@@ -184,3 +190,37 @@ def test_changed_definition_is_refused(spark, lake):
     with pytest.raises(StateError) as info:
         run_incremental(changed, spark=spark, **loc)
     assert info.value.code == "FINGERPRINT_MISMATCH"
+
+
+def test_the_commit_record_counts_the_rows_readers_read_back(spark, lake):
+    """All outputs are staged by one routed write whose counts feed the summary: they must
+    equal what the readers return. A run is a handful of Spark jobs, not one per output."""
+    from collections import Counter
+
+    p, wm = pipeline(), wl.BoundedOutOfOrderness("10 minutes")
+    loc = locations(lake, "counts")
+    try:
+        sc = spark.sparkContext
+    except Exception:   # Spark Connect: no status tracker
+        sc = None
+    if sc is not None:
+        sc.setJobGroup("incremental-counts", "incremental-counts")
+    try:
+        summary = run_incremental(p, partitions=hours(0, 2), watermark=wm, spark=spark, **loc)
+    finally:
+        if sc is not None:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+    if sc is not None:   # bundle plan + the routed write (+ adaptive shuffle stages); was 13
+        assert len(sc.statusTracker().getJobIdsForGroup("incremental-counts")) <= 6
+    firings = read_firings(loc["output"], spark=spark).collect()
+    assert summary.firings == len(firings) > 0
+    assert summary.firings_by_timing == dict(Counter(r["timing"] for r in firings))
+    assert summary.late == read_late(loc["output"], spark=spark).count()
+    assert summary.rejects == read_rejects(loc["output"], spark=spark).count() == 3
+    assert summary.inputs == summary.processed + summary.late + summary.rejects == 3 * 26
+    assert sum(n for _, n in summary.lateness_histogram) == summary.late
+    head = open_checkpoint(p, loc["checkpoint"]).latest()
+    assert head.stats["firings"] == summary.firings and head.stats["late"] == summary.late
+    state = head.extra["frames"]["state"]
+    assert state["rows"] == summary.state_rows == sum(f["rows"] for f in state["files"]) > 0
+    assert all(f["path"].startswith(loc["checkpoint"]) for f in state["files"])

@@ -9,8 +9,10 @@ functions so that an orchestrator can run them as separate tasks, passing only s
   (each partition with new files is one bundle, in partition order). Nothing new → nothing to do.
 - ``stage_run`` reads exactly those files (Spark tasks), runs the engine from the saved state
   and clock, and writes firings, late, rejects, side outputs and the new pane state under a
-  fresh staging prefix; it records the pending commit (``pending.json``) there. Nothing is
-  visible yet.
+  fresh staging prefix — all in ONE Spark job whose per-file and per-group counts give the
+  run's figures (``run_outputs.py``); with the bundle plan's aggregate a run is a handful of
+  Spark jobs, each paying Spark's scheduling latency once. It records the pending commit
+  (``pending.json``) there. Nothing is visible yet.
 - ``publish_run`` commits the staged version (or fails with ``CHECKPOINT_CONFLICT`` when
   another run published first; the loser's files are removed).
 
@@ -35,7 +37,7 @@ from windowlib.core.errors import InputError, StateError
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import WatermarkStrategy
-from windowlib.runs.outputs import OUTPUTS, bind_output, lateness_histogram
+from windowlib.runs.outputs import OUTPUTS, bind_output
 from windowlib.runs.source import PartitionedSource
 from windowlib.runs.summary import RunSummary, iso_ms
 from windowlib.state.checkpoint import CheckpointStore, Staging
@@ -143,12 +145,12 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
               processing_time: Any = None, progress: Progress | None = None,
               max_key_state: int | None = None) -> StagedRun:
     """Run the engine over the plan's new files from the saved state; stage everything."""
-    from windowlib.engines.spark.engine import _public_frames
     from windowlib.engines.spark.general import DEFAULT_MAX_KEY_STATE, run_general
     from windowlib.engines.spark.session import get_or_create_session
     from windowlib.engines.spark.state import RunClock
-    from windowlib.runs.frames import read_frame, write_frame
-    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN
+    from windowlib.runs.frames import FrameInfo, read_frame
+    from windowlib.runs.run_outputs import stage_outputs
+    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN
 
     say = progress or (lambda _m: None)
     started = time.monotonic()
@@ -164,19 +166,14 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     summary = RunSummary(pipeline=pipeline.name, run_id=plan.run_id, status="staged",
                          started_at=_now(), path="general")
 
-    # --- read exactly the new files ------------------------------------------------------
+    # --- read exactly the new files (cached: the bundle plan, the engine and the rejects of
+    # bad rows/files all read it; the bundle plan's aggregate fills the cache) ---------------
     files = _source_files(plan)
     say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
-    read = source.read(spark, files)
-    frame = read.frame.persist()
-    data_cols = [c for c in frame.columns if not c.startswith("__wl_")]
+    frame = source.read(spark, files).frame.persist()
     from pyspark.sql import functions as F
 
     good = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull())
-    bad_rows = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNotNull())
-    bad_files = [{"path": r[FILE_COLUMN], "reason": r[ERROR_COLUMN]}
-                 for r in frame.filter(F.col(ERROR_COLUMN).isNotNull())
-                 .select(FILE_COLUMN, ERROR_COLUMN).collect()]      # one row per bad file
 
     # --- the engine, from the saved state and clock --------------------------------------
     clock = RunClock()
@@ -189,7 +186,6 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         if schema and info and "state" in parent.record["prefixes"]:
             from pyspark.sql.types import StructType
 
-            from windowlib.runs.frames import FrameInfo
             # exactly the committed files (never a listing that could see leftovers)
             state = read_frame(spark, FrameInfo.from_dict(info), StructType.fromJson(schema),
                                settings=settings)
@@ -201,57 +197,43 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     given: Any = times if logical is None else {
         b["partition"]: times.get(b["partition"], logical) for b in plan.bundles}
     say("running the pipeline")
-    run = run_general(pipeline, good.drop(ERROR_COLUMN, CORRUPT_COLUMN), source.partition,
-                      watermark=watermark, processing_time=given,
-                      order_by=list(source.arrival_order), result_schema=result_schema,
-                      max_key_state=max_key_state or DEFAULT_MAX_KEY_STATE, state=state,
-                      clock=clock, emit_state=True)
-    frames = _public_frames(run, plan.run_id)
-    pre_rejects = bad_rows.select(*[F.col(f"`{c}`") for c in data_cols],
-                                  F.lit("schema_mismatch").alias("reason"))
-    file_rejects = spark.createDataFrame(
-        [(f"unreadable_file: {b['path']}: {b['reason']}",) for b in bad_files], "reason string")
-    for c in reversed(data_cols):
-        file_rejects = file_rejects.select(F.lit(None).cast(frame.schema[c].dataType).alias(c),
-                                           *file_rejects.columns)
-    rejects = frames.rejects.unionByName(pre_rejects).unionByName(
-        file_rejects.select(*data_cols, "reason"))
-
-    # --- stage ---------------------------------------------------------------------------
-    staging = cs.begin(plan.run_id, parent=parent)
+    run = None
+    try:
+        run = run_general(pipeline, good.drop(ERROR_COLUMN, CORRUPT_COLUMN), source.partition,
+                          watermark=watermark, processing_time=given,
+                          order_by=list(source.arrival_order), result_schema=result_schema,
+                          max_key_state=max_key_state or DEFAULT_MAX_KEY_STATE, state=state,
+                          clock=clock, emit_state=True, persist=False)
+        # --- stage: every output and the new state in one Spark job ----------------------
+        staging = cs.begin(plan.run_id, parent=parent)
+    except BaseException:
+        frame.unpersist()
+        raise
     try:
         say(f"staging version {staging.version}")
-        token = staging.token
-        state_out = run.state()
-        state_info = write_frame(state_out, staging.uri("state"), settings=settings,
-                                 token=token)
+        staged_out = stage_outputs(run, plan.run_id, frame, pipeline.compile().timestamp,
+                                   {name: staging.uri(name) for name in ("state", *OUTPUTS)},
+                                   settings=settings, token=staging.token)
         fault_point("after_stage_state")
-        infos = {"state": state_info.to_dict()}
-        outputs = {"firings": frames.firings, "late": frames.late, "rejects": rejects,
-                   "side_outputs": run.side_outputs()}
-        for name in OUTPUTS:
-            infos[name] = write_frame(outputs[name], staging.uri(name), settings=settings,
-                                      token=token).to_dict()
         fault_point("after_stage_outputs")
-        counts = run.counts()
-        n_pre = bad_rows.count()
-        summary.inputs = sum(run.plan.counts) + n_pre + len(bad_files)
-        summary.processed = counts["processed"]
-        summary.late = counts["late"]
-        summary.rejects = counts["rejects"] + n_pre + len(bad_files)
-        summary.firings = counts["firings"]
-        summary.firings_by_timing = counts["by_timing"]
-        summary.retractions = counts["retractions"]
-        summary.side_outputs = counts["side_outputs"]
-        summary.state_rows = counts["state_rows"]
-        summary.state_entries = counts["state_entries"]
-        summary.state_bytes = state_info.bytes
+        infos = {name: staged_out.frames[name].to_dict() for name in ("state", *OUTPUTS)}
+        summary.inputs = (sum(run.plan.counts) + staged_out.schema_rejects
+                          + len(staged_out.bad_files))
+        summary.processed = staged_out.processed
+        summary.late = staged_out.late
+        summary.rejects = staged_out.rejects
+        summary.firings = staged_out.firings
+        summary.firings_by_timing = staged_out.by_timing
+        summary.retractions = staged_out.retractions
+        summary.side_outputs = staged_out.side_outputs
+        summary.state_rows = staged_out.state_rows
+        summary.state_entries = staged_out.state_entries
+        summary.state_bytes = staged_out.frames["state"].bytes
         summary.files_consumed = len(files)
         summary.partitions = [b["partition"] for b in plan.bundles]
-        summary.bad_files = bad_files
+        summary.bad_files = staged_out.bad_files
         summary.check_conservation()
-        summary.lateness_histogram = lateness_histogram(
-            frames.late, pipeline.compile().timestamp)
+        summary.lateness_histogram = staged_out.lateness_histogram
         plan_b = run.plan
         w = plan_b.watermarks[-1] if len(plan_b) else clock.watermark
         p = plan_b.processing_times[-1] if len(plan_b) else clock.processing_time
@@ -263,19 +245,19 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
             watermark_ms=w, processing_time_ms=p, max_event_time_ms=m,
             stats={k: v for k, v in summary.to_dict().items()
                    if k not in ("validation", "status", "published")},
-            extra={"state_schema": state_out.schema.jsonValue(), "frames": infos},
+            extra={"state_schema": staged_out.state_schema.jsonValue(), "frames": infos},
             consumed=plan.files, prefixes=["state", *OUTPUTS])
         summary.seconds = round(time.monotonic() - started, 3)
         staged = StagedRun(staging, summary, record)
         staging.write_json("pending", {"record": _record_dict(record), **staged.ref()})
-        staged.firings = read_frame(spark, staging.uri("firings"), frames.firings.schema,
-                                    settings=settings)
+        # exactly the staged files: no listing, and nothing is recomputed
+        staged.firings = read_frame(spark, staged_out.frames["firings"],
+                                    staged_out.firings_schema, settings=settings)
         return staged
     except BaseException:
         staging.abort()
         raise
     finally:
-        run.tagged.unpersist()
         frame.unpersist()
 
 

@@ -190,15 +190,15 @@ def audit_job(job: Any, root: str, ref: dict[str, Any], *, spark: Any = None,
     from pyspark.sql.types import StructType
 
     from windowlib.engines.spark.session import get_or_create_session
-    from windowlib.runs.frames import read_frame
+    from windowlib.runs.frames import FrameInfo, read_frame
     from windowlib.runs.incremental import _restore_staged
 
     checkpoint, _ = job.locations(root)
     staged = _restore_staged(open_checkpoint(job.pipeline, checkpoint), ref)
     info = staged.record.extra["frames"]["firings"]
     spark = spark or get_or_create_session()
-    firings = read_frame(spark, staged.staging.uri("firings"), StructType.fromJson(
-        info["schema"]))
+    # exactly the staged files (no listing)
+    firings = read_frame(spark, FrameInfo.from_dict(info), StructType.fromJson(info["schema"]))
     docs = context_dir or _local_path(f"{root.rstrip('/')}/_windowlib/quality/{job.name}")
     gate = validator(job, docs)
     if gate is None:

@@ -1,0 +1,263 @@
+"""Several outputs written by ONE Spark job: a writer that routes rows by an output column.
+
+A run has several outputs (firings, late, rejects, side outputs, new pane state). Writing each
+with its own ``write_frame`` costs one Spark job per output plus a counting job per figure, and
+each job pays Spark's scheduling latency. Here one ``mapInArrow`` pass writes them all.
+
+Invariants:
+
+- The *routed* frame has a string column ``__wl_out`` naming each row's output and, for every
+  output ``name``, its columns as ``name::column`` (other outputs' columns are ignored for that
+  row). :func:`route_columns` builds such a projection; branches with different outputs are
+  combined with ``unionByName(allowMissingColumns=True)``.
+- Each output's rows go to Parquet files under the output's own location, named
+  ``part-{task:05d}-{token}-{seq:03d}.parquet`` (unique per write, deterministic per task: a
+  retried task attempt overwrites its own files), at most ``max_rows_per_file`` rows each, for
+  ``file://`` and ``s3://`` alike (pyarrow inside the tasks, the filesystems of ``frames.py``).
+  An output without rows has no file. An output without a location is counted, not written.
+- Tasks return small metadata rows only — one per file written (path, rows, bytes) and, per
+  output, the row count and the sum of its ``total`` column for each group of its ``count_by``
+  columns — so figures derived from them equal the rows a reader reads back. Data never passes
+  through the driver.
+- A row routed to an output that was not declared fails the task (never dropped silently).
+- The tasks always write with pyarrow, also where ``spark.windowlib.io.s3=spark`` makes
+  ``write_frame`` use Spark's ``s3a`` writer; ``read_frame`` reads files of either writer.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from windowlib.core.errors import InputError, StateError
+from windowlib.runs.frames import (
+    _TOKEN,
+    FrameFile,
+    FrameInfo,
+    TaskFilesystem,
+    _uri_of,
+    list_objects,
+    parse_location,
+    task_filesystem,
+)
+from windowlib.state.s3config import S3Settings
+
+__all__ = ["OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_routed"]
+
+OUT = "__wl_out"
+SEP = "::"
+_META_DDL = ("output string, path string, rows long, bytes long, task int, "
+             "grp string, total long")
+
+
+def _name(output: str, column: str) -> str:
+    return f"{output}{SEP}{column}"
+
+
+def route_columns(output: str, columns: Sequence[tuple[str, Any]]) -> list[Any]:
+    """``(column name, Column)`` pairs of ``output`` as routed columns (``output::name``)."""
+    return [expr.alias(_name(output, name)) for name, expr in columns]
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One output of a routed write.
+
+    ``uri``: where its files go (``None``: counted only). ``columns``: the written columns in
+    order; ``schema`` their Spark ``StructType`` (recorded in the ``FrameInfo``). ``count_by``:
+    columns (routed, not written unless also in ``columns``) whose value groups are counted;
+    ``total``: a numeric column summed per group."""
+
+    uri: str | None
+    columns: tuple[str, ...] = ()
+    schema: Any = None
+    count_by: tuple[str, ...] = ()
+    total: str | None = None
+
+
+@dataclass
+class RoutedWrite:
+    """What :func:`write_routed` wrote: a ``FrameInfo`` per written output, and per output
+    ``{group values tuple: (rows, total)}`` (``()`` as the group when ``count_by`` is empty)."""
+
+    frames: dict[str, FrameInfo] = field(default_factory=dict)
+    counts: dict[str, dict[tuple, tuple[int, int]]] = field(default_factory=dict)
+
+    def rows(self, output: str) -> int:
+        return sum(n for n, _ in self.counts.get(output, {}).values())
+
+    def total(self, output: str) -> int:
+        return sum(t for _, t in self.counts.get(output, {}).values())
+
+
+def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
+                 settings: S3Settings | None = None, token: str | None = None,
+                 max_rows_per_file: int = 1_000_000,
+                 forward_credentials: bool | None = None) -> RoutedWrite:
+    """Write every output of ``routed`` in one Spark job; return files and counts.
+
+    Raises ``StateError(FRAME_EXISTS)`` when an output location already holds files, and
+    ``InputError`` for a bad token, a missing column or locations on different schemes.
+    Errors raised in the tasks (e.g. a user function failing upstream) propagate as Spark
+    reports them.
+    """
+    token = token or uuid.uuid4().hex[:12]
+    if not _TOKEN.match(token):
+        raise InputError(f"token must match [A-Za-z0-9_-]{{1,64}}, got {token!r}",
+                         code="ARGUMENT_INVALID")
+    if max_rows_per_file < 1:
+        raise InputError("max_rows_per_file must be >= 1", code="ARGUMENT_INVALID")
+    present = set(routed.columns)
+    if OUT not in present:
+        raise InputError(f"the routed frame lacks {OUT!r}", code="COLUMN_MISSING")
+    locs = {}
+    plan: dict[str, tuple[str | None, list[tuple[str, str]], list[str], str | None]] = {}
+    for name, spec in outputs.items():
+        needed = [*spec.columns, *spec.count_by, *([spec.total] if spec.total else [])]
+        missing = [c for c in needed if _name(name, c) not in present]
+        if missing:
+            raise InputError(f"output {name!r}: routed columns {missing} are missing",
+                             code="COLUMN_MISSING")
+        base = None
+        if spec.uri is not None:
+            loc = parse_location(spec.uri)
+            existing = list_objects(loc, settings)
+            if existing:
+                raise StateError(f"{loc.uri} already holds {len(existing)} file(s)",
+                                 code="FRAME_EXISTS")
+            locs[name] = loc
+            base = loc.arrow_path
+        plan[name] = (base, [(_name(name, c), c) for c in spec.columns],
+                      [_name(name, c) for c in spec.count_by],
+                      _name(name, spec.total) if spec.total else None)
+    schemes = {loc.scheme for loc in locs.values()}
+    if len(schemes) > 1:
+        raise InputError("write_routed: all output locations must use one scheme",
+                         code="URI_INVALID")
+    spark = routed.sparkSession
+    fs = (task_filesystem(spark, next(iter(locs.values())), settings, forward_credentials)
+          if locs else TaskFilesystem("file"))
+    wanted = [OUT, *dict.fromkeys(c for base, cols, by, total in plan.values()
+                                  for c in [*(r for r, _ in cols), *by,
+                                            *([total] if total else [])])]
+    frame = routed.select(*[f"`{c}`" for c in wanted])
+    meta = frame.mapInArrow(_make_routed_writer(fs, plan, token, max_rows_per_file),
+                            _META_DDL).collect()      # small: one row per file or group
+    result = RoutedWrite()
+    files: dict[str, list[tuple[int, str, FrameFile]]] = {n: [] for n in locs}
+    counts: dict[str, dict[tuple, list[int]]] = {n: {} for n in outputs}
+    for r in meta:
+        name = r["output"]
+        if r["path"] is not None:
+            files[name].append((int(r["task"]), r["path"],
+                                FrameFile(_uri_of(locs[name], r["path"]), int(r["rows"]),
+                                          int(r["bytes"]))))
+        else:
+            group = tuple(json.loads(r["grp"]))
+            acc = counts[name].setdefault(group, [0, 0])
+            acc[0] += int(r["rows"])
+            acc[1] += int(r["total"] or 0)
+    for name, loc in locs.items():
+        spec = outputs[name]
+        schema_json = spec.schema.json() if spec.schema is not None else "{}"
+        ordered = tuple(f for _, _, f in sorted(files[name], key=lambda x: (x[0], x[1])))
+        result.frames[name] = FrameInfo(loc.uri, ordered, schema_json)
+    result.counts = {n: {g: (v[0], v[1]) for g, v in c.items()} for n, c in counts.items()}
+    return result
+
+
+def _make_routed_writer(fs: TaskFilesystem,
+                        plan: dict[str, tuple[str | None, list[tuple[str, str]], list[str],
+                                              str | None]],
+                        token: str, max_rows: int) -> Any:
+    def write(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        from windowlib.core.errors import ExecutionError
+
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx is not None else 0
+        filesystem = None
+        open_files: dict[str, list[Any]] = {}   # output -> [stream, writer, rows, seq, path]
+        done: list[dict[str, Any]] = []
+        counts: dict[tuple[str, str], list[int]] = {}
+
+        def close(name: str, state: list[Any]) -> None:
+            stream, writer, rows, _, path = state
+            writer.close()
+            size = stream.tell()
+            stream.close()
+            done.append({"output": name, "path": path, "rows": rows, "bytes": size,
+                         "task": task, "grp": None, "total": None})
+
+        def emit(name: str, directory: str, batch: Any) -> None:
+            nonlocal filesystem
+            if filesystem is None:
+                filesystem = fs.open()
+            while batch.num_rows:
+                state = open_files.get(name)
+                if state is None or state[1] is None:
+                    seq = 0 if state is None else state[3] + 1
+                    if fs.scheme == "file":     # S3 has no directories to create
+                        filesystem.create_dir(directory, recursive=True)
+                    path = f"{directory}/part-{task:05d}-{token}-{seq:03d}.parquet"
+                    stream = filesystem.open_output_stream(path)
+                    state = [stream, pq.ParquetWriter(stream, batch.schema), 0, seq, path]
+                    open_files[name] = state
+                room = max_rows - state[2]
+                state[1].write_batch(batch.slice(0, room))
+                state[2] += min(room, batch.num_rows)
+                batch = batch.slice(room)
+                if state[2] >= max_rows:     # a file never holds more than max_rows
+                    close(name, state)
+                    state[1] = None
+
+        def count(name: str, table: Any, by: list[str], total: str | None) -> None:
+            if not by:
+                groups = [((), table.num_rows,
+                           pc.sum(table[total]).as_py() if total else 0)]
+            else:
+                aggs = [([], "count_all")] + ([(total, "sum")] if total else [])
+                grouped = table.group_by(by, use_threads=False).aggregate(aggs).to_pylist()
+                groups = [(tuple(g[c] for c in by), g["count_all"],
+                           g.get(f"{total}_sum") if total else 0) for g in grouped]
+            for key, n, t in groups:
+                acc = counts.setdefault((name, json.dumps(list(key), default=str)), [0, 0])
+                acc[0] += int(n)
+                acc[1] += int(t or 0)
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            table = pa.Table.from_batches([batch])
+            route = table[OUT]
+            names = pc.unique(route).to_pylist()
+            for name in names:
+                if name not in plan:
+                    raise ExecutionError(f"rows routed to undeclared output {name!r}",
+                                         code="OUTPUT_UNKNOWN")
+                base, cols, by, total = plan[name]
+                sub = table if len(names) == 1 else table.filter(pc.equal(route, name))
+                count(name, sub, by, total)
+                if base is not None and cols:
+                    out = sub.select([r for r, _ in cols]).rename_columns([c for _, c in cols])
+                    for rb in out.combine_chunks().to_batches():
+                        emit(name, base, rb)
+        for name, state in open_files.items():
+            if state[1] is not None:
+                close(name, state)
+        for (name, grp), (n, t) in counts.items():
+            done.append({"output": name, "path": None, "rows": n, "bytes": 0, "task": task,
+                         "grp": grp, "total": t})
+        yield pa.RecordBatch.from_pylist(done, schema=pa.schema([
+            ("output", pa.string()), ("path", pa.string()), ("rows", pa.int64()),
+            ("bytes", pa.int64()), ("task", pa.int32()), ("grp", pa.string()),
+            ("total", pa.int64())]))
+
+    return write
