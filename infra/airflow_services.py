@@ -114,6 +114,10 @@ def airflow_env(home: Path, port: int = 8080, root: str | None = None,
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__API__WORKERS": "1",
+        # SQLite (local only; production uses PostgreSQL): wait up to 60 s for a lock instead
+        # of the driver's 5 s — three services and the task supervisors write to one file,
+        # and on a loaded machine a writer holds the lock for seconds ("database is locked")
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}?timeout=60",
         "WINDOWLIB_ROOT": root or os.environ.get("WINDOWLIB_ROOT")
         or (REPO / ".local" / "lake").as_uri(),
         # catchup=True: without a start, the scheduler would create a run per hour since
@@ -155,6 +159,7 @@ def start(home: Path | str | None = None, port: int = 8080, root: str | None = N
     with open(home / "logs" / "db-migrate.log", "w") as log:
         subprocess.run([airflow, "db", "migrate"], env=env, stdout=log,
                        stderr=subprocess.STDOUT, check=True, cwd=REPO)
+    use_wal(home / "airflow.db")
     services = AirflowServices(home, port, user, password, env)
     commands = {"api-server": [airflow, "api-server", "--host", "127.0.0.1", "--port",
                                str(port)],
@@ -183,6 +188,15 @@ def start(home: Path | str | None = None, port: int = 8080, root: str | None = N
     return services
 
 
+def use_wal(db: Path) -> None:
+    """Switch the SQLite metadata DB to write-ahead logging (persistent in the file): readers
+    (the UI, the REST API, the scheduler's queries) no longer block the writers."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db, timeout=60)) as con:
+        con.execute("PRAGMA journal_mode=WAL")
+
+
 def _session_groups(sessions: set[int]) -> set[int]:
     """Process groups of every live process whose session is one of ``sessions``: the services
     run under ``setsid``, and Airflow's task supervisors move into process groups of their own
@@ -195,8 +209,10 @@ def _session_groups(sessions: set[int]) -> set[int]:
             fields = (entry / "stat").read_text().rpartition(")")[2].split()
         except OSError:
             continue
-        pgid, sid = int(fields[2]), int(fields[3])
-        if sid in sessions:
+        state, pgid, sid = fields[0], int(fields[2]), int(fields[3])
+        # a zombie is already dead: it only waits for its parent (or, in a container whose
+        # PID 1 does not reap, forever) and holds no resources
+        if sid in sessions and state != "Z":
             groups.add(pgid)
     return groups
 
@@ -225,6 +241,10 @@ def stop(services: AirflowServices, grace: float = 30.0) -> None:
     while (left := _session_groups(sessions)) and time.monotonic() < deadline:
         time.sleep(0.5)
     _signal_groups(left, signal.SIGKILL)
+    # SIGKILL is asynchronous: return once the kernel has taken them down
+    settle = time.monotonic() + 10
+    while _session_groups(sessions) and time.monotonic() < settle:
+        time.sleep(0.2)
 
 
 def main(argv: list[str] | None = None) -> int:

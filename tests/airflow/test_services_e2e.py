@@ -51,16 +51,41 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _api(services, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    req = urllib.request.Request(
-        f"{services.url}/api/v2{path}", method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:  # name the API's own message in the failure
-        raise AssertionError(f"{method} {path}: HTTP {exc.code} {exc.read()[:2000]!r}") from exc
+TRANSIENT = (500, 502, 503, 504)
+
+
+class TransientAPIError(AssertionError):
+    """A call that still failed with a 5xx or a timeout after its attempts."""
+
+
+def _api(services, token: str, method: str, path: str, body: dict | None = None, *,
+         attempts: int | None = None) -> dict:
+    """One REST v2 call. Reads and dry runs (idempotent) are retried on transient failures
+    (5xx, timeouts: a 2-core machine running Spark beside the services); other calls are
+    tried once unless ``attempts`` says otherwise. Failures name the API's own message."""
+    if attempts is None:
+        attempts = 4 if method == "GET" or path.endswith("/dry_run") else 1
+    for attempt in range(1, attempts + 1):
+        req = urllib.request.Request(
+            f"{services.url}/api/v2{path}", method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            detail = f"{method} {path}: HTTP {exc.code} {exc.read()[:2000]!r}"
+            if exc.code not in TRANSIENT:
+                raise AssertionError(detail) from exc
+            if attempt == attempts:
+                raise TransientAPIError(detail) from exc
+        except (TimeoutError, urllib.error.URLError) as exc:
+            detail = f"{method} {path}: {exc!r}"
+            if attempt == attempts:
+                raise TransientAPIError(detail) from exc
+        print(f"retrying after a transient failure: {detail}", file=sys.stderr)
+        time.sleep(5 * attempt)
+    raise AssertionError("unreachable")
 
 
 def _when(text: str | None) -> datetime:
@@ -163,7 +188,19 @@ def history_backfill(services) -> dict:
     dry = _api(services, token, "POST", "/backfills/dry_run", HISTORY_BACKFILL)
     assert [_when(b["logical_date"]) for b in dry["backfills"]] == [
         _when(f"{h}:00:00+00:00") for h in HISTORY_HOURS]
-    return _api(services, token, "POST", "/backfills", HISTORY_BACKFILL)
+    for attempt in range(3):
+        try:
+            return _api(services, token, "POST", "/backfills", HISTORY_BACKFILL)
+        except TransientAPIError:
+            # a create that timed out or failed transiently may still have been committed:
+            # take that backfill rather than asking for a second one
+            existing = _api(services, token, "GET", f"/backfills?dag_id={HISTORY_DAG}")
+            if existing.get("backfills"):
+                return existing["backfills"][0]
+            if attempt == 2:
+                raise
+            time.sleep(10)
+    raise AssertionError("unreachable")
 
 
 def _wait_backfill(services, token, backfill_id: int, timeout: float) -> dict:
