@@ -11,16 +11,14 @@ alternate, so load changes on a shared machine hit both sides alike):
   1 h allowed lateness, ``BoundedOutOfOrderness(10 min)``, finalized; its firings (on-time and
   late panes) written to the noop sink, plus the late and rejects outputs in ``--all-outputs``;
   the time includes planning (the bundle plan: Parquet footers, or one small aggregate job),
-  printed separately too. ``--late-branch one_pass,split`` times both ways of bringing the
-  late elements to their windows (``native_default.LATE_BRANCH``).
+  printed separately too.
 
 Cases: tumbling 5 min; sliding 1 h every 5 min; ``sessions``: windowlib session windows (30 min
 gap; the planner's path, i.e. the general path) against Spark's ``session_window``. Prints each
 time, the ratio windowlib / hand and the machine load (``os.getloadavg``) next to every figure.
 
     .venv/bin/python benchmarks/spark_native_path.py [--events N] [--keys K] [--repeat R]
-        [--data DIR] [--cases tumbling,sliding,sessions] [--late-branch one_pass,split]
-        [--all-outputs]
+        [--data DIR] [--cases tumbling,sliding,sessions] [--all-outputs]
 """
 
 from __future__ import annotations
@@ -82,20 +80,15 @@ def noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def bench_case(frame, case: str, repeat: int, all_outputs: bool,
-               late_branches: list[str]) -> None:
-    """Time hand-written SQL and windowlib for one case (alternating); print one line per
-    windowlib variant."""
+def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
+    """Time hand-written SQL and windowlib for one case (alternating); print one line."""
     from pyspark.sql import functions as F
-
-    from windowlib.engines.spark import native_default
 
     size, slide = CASES[case]
     p = pipeline(size, slide)
-
     path = "auto" if slide == "session" else "native"
-    plan_times: dict = {}
-    sources: dict = {}
+    plan_times: list[float] = []
+    sources: list[str] = []
 
     def hand():
         if slide == "session":
@@ -106,39 +99,30 @@ def bench_case(frame, case: str, repeat: int, all_outputs: bool,
             F.sum("value").alias("total"), F.count(F.lit(1)).alias("count"),
             F.max("value").alias("peak")))
 
-    def ours(branch: str):
-        def run():
-            native_default.LATE_BRANCH = branch
-            t0 = time.perf_counter()
-            result = run_dataframe(p, frame(), "arrival_hour",
-                                   watermark=wl.BoundedOutOfOrderness("10 minutes"),
-                                   finalize=True, path=path)
-            plan_times.setdefault(branch, []).append(time.perf_counter() - t0)
-            if result.native is not None:
-                sources[branch] = result.native.plan_source
-            noop(result.firings)
-            if all_outputs:
-                noop(result.late)
-                noop(result.rejects)
-            result.unpersist()
-        return run
+    def ours():
+        t0 = time.perf_counter()
+        result = run_dataframe(p, frame(), "arrival_hour",
+                               watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                               finalize=True, path=path)
+        plan_times.append(time.perf_counter() - t0)
+        if result.native is not None:
+            sources.append(result.native.plan_source)
+        noop(result.firings)
+        if all_outputs:
+            noop(result.late)
+            noop(result.rejects)
+        result.unpersist()
 
-    if path == "native":
-        runs = {f"native path ({b})": ours(b) for b in late_branches}
-    else:
-        runs = {"windowlib (planner: general path)": ours(late_branches[0])}
+    name = "native path" if path == "native" else "windowlib (planner: general path)"
     hand()     # warm-up (JIT, file listing cache)
-    for run in runs.values():
-        run()
-    median = timed({"hand SQL": hand, **runs}, repeat)
+    ours()
+    median = timed({"hand SQL": hand, name: ours}, repeat)
     t_hand = median["hand SQL"]
     label = f"{case} {size}" + (f" / {slide}" if slide and slide != "session" else "")
-    for (name, _), branch in zip(runs.items(), late_branches):
-        plan = statistics.median(plan_times[branch])
-        print(f"  {label:<22} hand SQL {t_hand:7.2f} s   {name} {median[name]:7.2f} s "
-              f"(planning {plan:.2f} s; bundle plan from {sources.get(branch, '-')})   "
-              f"ratio {median[name] / t_hand:5.2f}x   [{load()}]", flush=True)
-    native_default.LATE_BRANCH = "one_pass"
+    print(f"  {label:<22} hand SQL {t_hand:7.2f} s   {name} {median[name]:7.2f} s "
+          f"(planning {statistics.median(plan_times):.2f} s; bundle plan from "
+          f"{sources[-1] if sources else '-'})   ratio {median[name] / t_hand:5.2f}x   "
+          f"[{load()}]", flush=True)
 
 
 def main() -> None:
@@ -148,8 +132,6 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", default=None)
     parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--late-branch", default="one_pass",
-                        help="native variants to time, comma-separated: one_pass,split")
     parser.add_argument("--all-outputs", action="store_true",
                         help="also write the late and rejects outputs of the native path")
     args = parser.parse_args()
@@ -170,8 +152,7 @@ def main() -> None:
         return spark.read.parquet(path)
 
     for case in cases:
-        bench_case(frame, case, args.repeat, args.all_outputs,
-                   [b for b in args.late_branch.split(",") if b])
+        bench_case(frame, case, args.repeat, args.all_outputs)
     spark.stop()
 
 

@@ -215,6 +215,28 @@ def test_public_frames_match_the_general_path(spark):
     general.unpersist()
 
 
+@pytest.mark.parametrize("arrivals", [
+    ["it's", "a\\b", "x\\'y -- z"],                 # quotes, backslashes, SQL comment text
+    [-(2 ** 63), -1, 2 ** 63 - 1],                     # integer arrivals at the long limits
+], ids=["odd_strings", "long_limits"])
+def test_bundle_table_keeps_every_arrival_value_exactly(spark, arrivals):
+    """The native path joins rows to an inline bundle table written as SQL text: arrival
+    values that need escaping, and integers at the long limits, still find their bundle."""
+    p = pipeline(wl.TumblingEventTimeWindows.of(20), 30, aggs=(agg.sum("v").alias("total"),
+                                                               agg.count()))
+    kind = "string" if isinstance(arrivals[0], str) else "long"
+    rows = [("a", 5 * i, i, arrivals[i % 3], i) for i in range(30)]
+    df = spark.createDataFrame(rows, f"k string, ts long, v long, arrival {kind}, seq long")
+    out = {path: run_dataframe(p, df, arrival="arrival", watermark=wl.BoundedOutOfOrderness(3),
+                               finalize=True, order_by="seq", path=path)
+           for path in ("native", "general")}
+    for name in ("firings", "late", "rejects"):
+        a, b = (sorted(map(repr, getattr(out[path], name).collect()))
+                for path in ("native", "general"))
+        assert a == b, name
+    assert out["native"].firings.count() > 0 and out["native"].late.count() > 0
+
+
 # --- the planner ------------------------------------------------------------------------------
 
 class Fn(wl.ProcessWindowFunction):
@@ -276,23 +298,47 @@ def test_forcing_native_on_an_unsupported_pipeline_is_a_clear_error(spark):
 
 # --- the physical plan ------------------------------------------------------------------------
 
-def test_default_trigger_firings_read_the_input_once(spark, tmp_path, capsys):
-    """Structural (not timed): the firings of the default trigger come from ONE scan of the
-    input and one aggregate — no second read for the late part, no join, no window
-    function — also for sliding windows in retracting mode."""
+def test_default_trigger_plan_is_a_plain_aggregate_plus_a_late_only_branch(spark, tmp_path,
+                                                                           capsys):
+    """Structural (not timed): the default trigger's firings come from a plain hash aggregate
+    per window (for fixed-width accumulators: no object hash aggregate, which falls back to
+    sorting) joined by window (shuffled hash join, no sort-merge) with a branch of the late
+    rows alone — the only window function and the only sort are there; bundle clocks come
+    from a broadcast of the inline bundle table; nothing is generated per main row above the
+    join; no job plans the bundles (Parquet footers). Also for sliding windows in retracting
+    mode and for every declarative aggregate."""
     rows = [("a", t, t % 3, f"2024-03-01T0{t // 40}") for t in range(0, 120, 7)]
     spark.createDataFrame(rows, "k string, ts long, v long, arrival string").write \
         .partitionBy("arrival").parquet(str(tmp_path / "in"))
     df = spark.read.parquet(str(tmp_path / "in"))
-    for assigner, mode in ((wl.TumblingEventTimeWindows.of(20), None),
-                           (wl.SlidingEventTimeWindows.of(30, 10), MODES[2])):
-        p = pipeline(assigner, 50, mode)
+    fixed = (agg.sum("v").alias("total"), agg.count(), agg.max("v").alias("peak"),
+             agg.mean("v").alias("avg"))
+    for assigner, mode, aggs in ((wl.TumblingEventTimeWindows.of(20), None, fixed),
+                                 (wl.SlidingEventTimeWindows.of(30, 10), MODES[2], fixed),
+                                 (wl.TumblingEventTimeWindows.of(20), MODES[1], ALL_AGGS)):
+        p = pipeline(assigner, 50, mode, aggs=aggs)
         result = run_dataframe(p, df, arrival="arrival", watermark=wl.BoundedOutOfOrderness(5),
                                finalize=True, path="native")
         capsys.readouterr()
         result.firings.explain()
         plan = capsys.readouterr().out
-        assert plan.count("FileScan") == 1, plan
+        operators = [line.strip(" :+-") for line in plan.splitlines()]
+
+        def count(name: str) -> int:
+            return sum(op.startswith(name) for op in operators)
+
+        assert plan.count("FileScan") == 2, plan            # main + late-only branch
         assert result.native.plan_source == "parquet footers"      # and no plan job either
-        assert "Join" not in plan and "Window" not in plan, plan
+        assert count("ShuffledHashJoin") == 1 and "SortMergeJoin" not in plan, plan
+        join = next(i for i, op in enumerate(operators) if op.startswith("ShuffledHashJoin"))
+        above = operators[:join]
+        assert not any(op.startswith(("Generate", "Window", "Sort")) for op in above), plan
+        assert count("Window") == 1 and count("Sort ") == 1, plan   # the late rows only
+        assert count("BroadcastHashJoin") == 2, plan
+        # the bundle table (also read by Spark's dynamic partition pruning: arrival is the
+        # partition column) is the only local relation
+        tables = [op for op in operators if op.startswith("LocalTableScan")]
+        assert tables and all("__wl_arrival" in op for op in tables), plan
+        if aggs is fixed:     # plain hash aggregates only
+            assert count("ObjectHashAggregate") == 0 and count("HashAggregate") == 2, plan
         assert result.firings.count() > 0

@@ -155,9 +155,8 @@ def event_time_columns(df: Any, ts_column: str) -> tuple[Any, Any]:
     col = F.col(f"`{ts_column}`")
     null_reason = F.when(col.isNull(), F.lit("null_timestamp"))
     if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
-        micros = F.unix_micros(col.cast("timestamp"))
-        ms = (micros - F.pmod(micros, F.lit(1000))).cast("long") / F.lit(1000)
-        return ms.cast("long"), null_reason
+        # unix_millis floors (Math.floorDiv), also before 1970: the reference's rule
+        return F.unix_millis(col.cast("timestamp")), null_reason
     if isinstance(dtype, T.DateType):
         return (F.unix_date(col).cast("long") * F.lit(_DAY)), null_reason
     if isinstance(dtype, T.ByteType | T.ShortType | T.IntegerType | T.LongType):

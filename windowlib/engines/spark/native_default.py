@@ -1,20 +1,35 @@
 """Firings of the default trigger on the native path (see ``native.py`` for why they equal
-the reference engine): ONE ``groupBy(key, window)`` per run, no join, no window function.
+the reference engine): a plain ``groupBy(key, window)`` for the on-time part, window functions
+over the few late elements only, one join by window.
 
 Invariant: per window, the ON_TIME pane aggregates exactly the on-time elements (masked
-aggregates) and each kept late element yields one LATE firing in arrival order, folded from
-the window's sorted list of late elements.
+aggregates) and each kept late element yields one LATE firing in arrival order whose
+accumulator is the on-time accumulator combined with the running accumulator of the late
+elements so far (accumulating), or the element's own (discarding); retractions repeat the
+previous firing.
 
-Why one aggregate (``LATE_BRANCH = "one_pass"``) and not two: the ``collect_list`` of late
-elements turns Spark's hash aggregate into the object hash aggregate, which falls back to
-sorting after 128 groups per task. The alternative (``"split"``: fixed-width accumulators in a
-plain hash aggregate, the late elements — ~2 % — in a second, filtered aggregate, joined back
-by window with a shuffled hash join) avoids that sort but reads the input a second time and
-adds a join. Measured alternately in one process (``benchmarks/spark_native_path.py
---late-branch one_pass,split``, 1M events, 100k keys, tumbling 5 min, load 15-29 on 2 cores):
-medians 66 s one-pass against 109 s split (hand SQL 20 s); single rounds went both ways
-(66/46, 66/109, 120/114 s), so the split form is no clear win and one pass stays the default
-(it also keeps the plan to one scan). Both forms pass the differential tests.
+Shape:
+
+- ``main``: ``groupBy(key, window)`` of every kept row with accumulators masked to the on-time
+  rows — for fixed-width accumulators Spark's plain hash aggregate with partial aggregation,
+  as in a hand-written ``groupBy(key, window(ts)).agg(...)`` — plus the window's ON_TIME
+  clocks;
+- ``late``: the late rows only (a few percent), numbered and with running accumulators by a
+  window function in arrival order (a sort of those rows alone), each expanded into its
+  output roles: the window's ON_TIME marker (first late element only), the retraction of the
+  previous firing (retracting mode) and its LATE firing;
+- ``main`` left-joined with ``late`` by window (shuffled hash join: ``late`` builds the hash
+  table, ``main`` is already partitioned by window and is neither shuffled again nor
+  sorted): a window without late elements yields its one ON_TIME row; a window with ``k``
+  late elements yields its rows from the roles. Every value is a plain compiled expression —
+  no higher-order functions, no generator over the main rows.
+
+Measured on 10M events, 100k keys, tumbling 5 min, 2 idle cores (``benchmarks/
+spark_native_path.py``): a ``collect_list`` of late elements inside the main aggregate turns
+it into Spark's object hash aggregate, which falls back to sorting after 128 groups per task
+(19.4 s against 13.4 s for the plain aggregate), and folding per-window lists with
+higher-order functions cost another ~1.5 s; this shape reads the input twice and costs the
+late branch and the join on top of the plain aggregate.
 """
 
 from __future__ import annotations
@@ -22,118 +37,88 @@ from __future__ import annotations
 from typing import Any
 
 from windowlib.engines.spark.bundles import TS
-from windowlib.engines.spark.native_parts import (
-    ENTRY,
-    LATE_LIST,
-    MX,
-    ON_N,
-    SUB,
-    WP,
-    WS,
-    B,
-    Parts,
-    nullable,
-)
+from windowlib.engines.spark.native_parts import MX, ON_N, PB, SUB, WP, WS, B, J, Parts
 
-# how the late elements reach their window's row: "one_pass" (one aggregate with a
-# collect_list) or "split" (see ``default_firings``); the benchmark measures both
-LATE_BRANCH = "one_pass"
+ROLE = "__wl_role"
+ON_TIME_MARK, RETRACTION, LATE_FIRING = 0, 1, 2
 
 
 def default_firings(parts: Parts) -> Any:
-    """The default trigger in ONE aggregate and no join: per window, the on-time
-    accumulators (masked to on-time rows) and the list of kept late elements; the firings
-    of a window (ON_TIME, then one LATE per late element in arrival order, with running
-    accumulators from a fold over the sorted list; retractions before them) are generated
-    from that one row."""
+    """The default trigger's firings (and retractions) of the windows in ``parts``; see the
+    module docstring."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     compiled, kept = parts.compiled, parts.kept
     on = F.col(WP) < F.col(MX)
     agg_exprs, on_accs = parts.accumulators("__wl_a", mask=on)
-    value_columns = sorted({c.column for c in compiled if c.column is not None})
-    payload = {name: F.col(f"`{name}`") for name in value_columns}
-    order_fields = [F.col(B).alias("o0"), *[c.alias(f"o{i + 1}")
-                                            for i, c in enumerate(parts.order)]]
-    element = F.struct(F.struct(*order_fields, F.col(SUB).alias("sub")).alias("k"),
-                       F.col(TS).alias("t"),
-                       *[col.alias(f"p{j}") for j, col in enumerate(payload.values())])
-    if LATE_BRANCH == "split":
-        # the fixed-width accumulators in a hash aggregate; the late elements of the few
-        # windows that have some in a second, filtered aggregate, joined back by window
-        main = kept.groupBy(*parts.group).agg(
-            F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs)
-        lists = kept.filter(~on).groupBy(*parts.group).agg(
-            F.collect_list(element).alias(LATE_LIST))
-        agg = main.join(lists.hint("shuffle_hash"), on=[*parts.key_names], how="left")
-        list_type = lists.schema[LATE_LIST].dataType
-        agg = agg.withColumn(LATE_LIST, F.coalesce(F.col(LATE_LIST),
-                                                   F.array().cast(list_type)))
-    else:
-        agg = kept.groupBy(*parts.group).agg(
-            F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs,
-            F.collect_list(F.when(~on, element)).alias(LATE_LIST))
-    types = {f.name: nullable(f.dataType) for f in agg.schema.fields}
-    agg = parts.with_on_time_clocks(agg)
+    main = parts.with_on_time_clocks(kept.groupBy(*parts.group).agg(
+        F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs))
 
-    had_on_time = F.col(ON_N) > F.lit(0)
+    # --- the late rows: arrival order, running accumulators, output roles -----------------
+    by_arrival = Window.partitionBy(*parts.group).orderBy(F.col(B), *parts.order, F.col(SUB))
+    late_cols = [F.row_number().over(by_arrival).alias(J)]
+    if parts.accumulating:
+        run_exprs, run_accs = parts.accumulators(
+            "__wl_r", window=by_arrival.rowsBetween(Window.unboundedPreceding,
+                                                    Window.currentRow))
+        late_cols += run_exprs
+        if parts.retracting:     # the previous firing's late part: the rows before this one
+            prev_exprs, prev_accs = parts.accumulators(
+                "__wl_q", window=by_arrival.rowsBetween(Window.unboundedPreceding, -1))
+            late_cols += prev_exprs
+    else:     # discarding: a LATE firing holds its element alone
+        values = {c.column: F.col(f"`{c.column}`") for c in compiled if c.column is not None}
+        single = [c.element(values, F.col(TS), parts.ctx.order_struct(with_ts=False))
+                  for c in compiled]
+        single_names = [[f"__wl_r{i}_{name}" for name in acc] for i, acc in enumerate(single)]
+        late_cols += [col.alias(name) for acc, names in zip(single, single_names)
+                      for col, name in zip(acc.values(), names)]
+        run_accs = [{name: F.col(n) for name, n in zip(acc, names)}
+                    for acc, names in zip(single, single_names)]
+    roles = [ON_TIME_MARK, *([RETRACTION] if parts.retracting else []), LATE_FIRING]
+    first = F.array(*[F.lit(r) for r in roles])
+    rest = F.array(*[F.lit(r) for r in roles[1:]])
+    late = (kept.filter(~on)
+            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB),
+                    *late_cols)
+            .withColumn(ROLE, F.explode(F.when(F.col(J) == F.lit(1), first).otherwise(rest))))
+
+    # --- one row per firing ------------------------------------------------------------------
+    rows = main.join(late.hint("shuffle_hash"), on=[*parts.key_names], how="left")
+    had = F.col(ON_N) > F.lit(0)
+    had01 = F.when(had, F.lit(1)).otherwise(F.lit(0))
+    j = F.col(J) - F.lit(1)
     on_results = [c.result(acc) for c, acc in zip(compiled, on_accs)]
-    on_time = parts.on_time_entry(on_results, had_on_time)
+    on_values, on_emit = parts.on_time_values(on_results, had)
+    now = ([c.combine(o, r) for c, o, r in zip(compiled, on_accs, run_accs)]
+           if parts.accumulating else run_accs)
+    late_values = parts.element_values(
+        j + had01, F.lit("LATE"), F.lit(False), [c.result(a) for c, a in zip(compiled, now)],
+        rorder=1)
+    role = F.col(ROLE)
+    is_on = role.isNull() | (role == F.lit(ON_TIME_MARK))
+    emit = F.when(is_on, on_emit).otherwise(F.lit(True))
+    values = [(is_on, on_values)]
+    if parts.retracting:
+        # the previous firing: ON_TIME (on-time part alone) before the first late element
+        combined = [c.combine(o, q) for c, o, q in zip(compiled, on_accs, prev_accs)]
+        before = [{name: F.when(j == F.lit(0), o[name]).otherwise(acc[name]) for name in o}
+                  for o, acc in zip(on_accs, combined)]
+        ret_values = parts.element_values(
+            j + had01 - F.lit(1), F.when(j == F.lit(0), F.lit("ON_TIME"))
+            .otherwise(F.lit("LATE")), F.lit(True),
+            [c.result(a) for c, a in zip(compiled, before)], rorder=0)
+        is_ret = role == F.lit(RETRACTION)
+        values.append((is_ret, ret_values))
+        emit = F.when(is_on, on_emit).when(is_ret, (j > F.lit(0)) | had).otherwise(F.lit(True))
 
-    acc_names = [[f"__wl_a{i}_{name}" for name in acc] for i, acc in enumerate(on_accs)]
-    flat = [name for names in acc_names for name in names]
+    def pick(k: int) -> Any:
+        out = None
+        for cond, vals in values:
+            out = F.when(cond, vals[k]) if out is None else out.when(cond, vals[k])
+        return out.otherwise(late_values[k])
 
-    def as_accs(struct: Any) -> list[dict]:
-        return [{name: struct[f"{prefix}"] for name, prefix in zip(acc, names)}
-                for acc, names in zip(on_accs, acc_names)]
-
-    def typed(accs: list[dict]) -> list:
-        return [col.cast(types[name]).alias(name) for acc, names in zip(accs, acc_names)
-                for col, name in zip(acc.values(), names)]
-
-    def step(state: Any, x: Any) -> Any:
-        """Fold one late element into the running accumulator; append its firing's
-        accumulators (and the previous firing's, which a retraction repeats)."""
-        values = {name: x[f"p{j}"] for j, name in enumerate(payload)}
-        order = F.struct(*[x["k"][f"o{i}"].alias(f"o{i}") for i in range(len(order_fields))])
-        previous = as_accs(state["acc"])
-        single = [c.element(values, x["t"], order) for c in compiled]
-        now = ([c.combine(p, e) for c, p, e in zip(compiled, previous, single)]
-               if parts.accumulating else single)
-        fired = F.struct(F.struct(*typed(now)).alias("acc"),
-                         F.struct(*typed(previous)).alias("prev"),
-                         x["k"]["o0"].alias("b"), x["k"]["sub"].alias("sub"))
-        return F.struct(F.struct(*typed(now)).alias("acc"),
-                        F.concat(state["out"], F.array(fired)).alias("out"))
-
-    start = F.struct(*[F.col(name).cast(types[name]).alias(name) for name in flat])
-    no_firing = F.filter(F.array(F.struct(start.alias("acc"), start.alias("prev"),
-                                          F.lit(0).alias("b"), F.lit(0).cast("long")
-                                          .alias("sub"))), lambda _: F.lit(False))
-    late_sorted = F.array_sort(F.col(LATE_LIST), lambda a, b: F.when(
-        a["k"] < b["k"], F.lit(-1)).when(a["k"] > b["k"], F.lit(1)).otherwise(F.lit(0)))
-    folded = F.aggregate(late_sorted, F.struct(start.alias("acc"), no_firing.alias("out")),
-                         step, lambda state: state["out"])
-
-    def late_entries(f: Any, j: Any) -> Any:
-        """The entries of the ``j``-th (0-based) late firing ``f``."""
-        pane = j + F.when(had_on_time, F.lit(1)).otherwise(F.lit(0))
-        b = f["b"]
-        firing = parts.entry(pane, F.lit("LATE"), F.lit(False), F.lit(False), b, f["sub"],
-                             [c.result(a) for c, a in zip(compiled, as_accs(f["acc"]))],
-                             F.lit(True), rorder=1)
-        if not parts.retracting:
-            return F.array(firing)
-        prev = parts.entry(pane - F.lit(1), F.when(j == F.lit(0), F.lit("ON_TIME"))
-                           .otherwise(F.lit("LATE")), F.lit(False), F.lit(True), b, f["sub"],
-                           [c.result(a) for c, a in zip(compiled, as_accs(f["prev"]))],
-                           (j > F.lit(0)) | had_on_time, rorder=0)
-        return F.array(prev, firing)
-
-    late = F.flatten(F.transform(folded, late_entries))
-    entries = F.when(F.size(F.col(LATE_LIST)) == F.lit(0), F.array(on_time)).otherwise(
-        F.concat(F.array(on_time), late))
-    exploded = agg.select(*parts.keys, F.col(WS), F.explode(entries).alias(ENTRY))
-    return exploded.filter(F.col(f"{ENTRY}.emit")).select(
-        *parts.window_bounds(), *[F.col(f"{ENTRY}.`{name}`").alias(name)
-                                  for name in parts.entry_names()])
+    return rows.filter(emit).select(
+        *parts.window_bounds(),
+        *[pick(k).alias(name) for k, name in enumerate(parts.entry_names())])

@@ -23,12 +23,19 @@ WS, MX, ON_N, J, REASON = "__wl_ws", "__wl_mx", "__wl_on_n", "__wl_j", "__wl_rea
 LATE_LIST, ENTRY = "__wl_late", "__wl_entry"
 BSTAR, OT_W, OT_P = "__wl_bstar", "__wl_ot_w", "__wl_ot_p"
 
+
+def long_literals(values: Sequence[int]) -> str:
+    """SQL text of an ``array<bigint>`` literal (parsed by the JVM in one call: building it
+    from one ``lit`` per element costs a py4j round trip each)."""
+    if not values:
+        return "CAST(array() AS array<bigint>)"
+    return "array(" + ",".join(f"{int(v)}L" for v in values) + ")"
+
+
 def longs(values: Sequence[int]) -> Any:
     from pyspark.sql import functions as F
 
-    if not values:
-        return F.array().cast("array<bigint>")
-    return F.array(*[F.lit(int(v)).cast("long") for v in values])
+    return F.expr(long_literals(values))
 
 
 def at(values: Sequence[int], index: Any) -> Any:
@@ -41,23 +48,26 @@ def at(values: Sequence[int], index: Any) -> Any:
 RANK_TREE_LIMIT = 512
 
 
-def rank(col: Any, values: Sequence[Any]) -> Any:
-    """How many of the ascending ``values`` are ``< col`` (``bisect_left``), as an int Column:
-    a balanced tree of ``CASE WHEN`` over literals (log2(n) comparisons, compiled by Spark's
-    code generation); beyond ``RANK_TREE_LIMIT`` values, a higher-order ``filter``."""
+def rank(sql: str, values: Sequence[int]) -> Any:
+    """How many of the ascending integers ``values`` are ``< (sql)`` (``bisect_left``) for
+    the SQL expression ``sql``, as an int Column: a balanced ``CASE WHEN`` tree over literals
+    (log2(n) comparisons, compiled by Spark's code generation; a ``filter`` beyond
+    ``RANK_TREE_LIMIT`` values), built as SQL text and parsed once. Meant for per-window
+    expressions; per-row bundle clocks come from a broadcast join (``native.bundle_columns``),
+    which keeps the row-level generated code small."""
     from pyspark.sql import functions as F
 
-    n = len(values)
-    if n > RANK_TREE_LIMIT:
-        return F.size(F.filter(F.array(*[F.lit(v) for v in values]), lambda v: v < col))
+    if len(values) > RANK_TREE_LIMIT:        # the tree's code would grow with n: a filter
+        return F.expr(f"size(filter({long_literals(values)}, v -> v < ({sql})))")
 
-    def tree(lo: int, hi: int) -> Any:       # the answer lies in [lo, hi]
+    def tree(lo: int, hi: int) -> str:       # the answer lies in [lo, hi]
         if lo == hi:
-            return F.lit(lo)
+            return str(lo)
         mid = (lo + hi) // 2
-        return F.when(F.lit(values[mid]) < col, tree(mid + 1, hi)).otherwise(tree(lo, mid))
+        return (f"CASE WHEN {int(values[mid])}L < ({sql}) THEN {tree(mid + 1, hi)} "
+                f"ELSE {tree(lo, mid)} END")
 
-    return tree(0, n).cast("int")
+    return F.expr(f"CAST({tree(0, len(values))} AS int)")
 
 
 def nullable(dtype: Any) -> Any:
@@ -111,6 +121,11 @@ class Parts:
     retracting: bool
 
     @property
+    def max_sql(self) -> str:
+        """SQL text of a window's ``max_timestamp`` (``window_start + size - 1``)."""
+        return f"`{WS}` + {self.size - 1}L"
+
+    @property
     def group(self) -> list:
         from pyspark.sql import functions as F
 
@@ -148,7 +163,7 @@ class Parts:
 
         n, W, P = len(self.P), self.W, self.P
         mx = F.col(WS) + F.lit(self.size - 1)
-        b_star = rank(mx, W) if n else F.lit(0)
+        b_star = rank(self.max_sql, W) if n else F.lit(0)
         fired = on.withColumn(B, b_star.cast("int"))
         if not self.finalize:
             fired = fired.filter(F.col(B) < F.lit(n))
@@ -176,19 +191,32 @@ class Parts:
 
         return self._entry(pane, timing, is_final, retract,
                            finite(at(self.W_before, b)), finite(at(self.P, b)), results,
-                           b, F.lit(PHASE_ELEMENTS), sub, F.col(WS), F.lit(rorder), emit)
+                           b, F.lit(PHASE_ELEMENTS), sub, F.col(WS), F.lit(rorder), emit=emit)
 
-    def _entry(self, pane: Any, timing: Any, is_final: Any, retract: Any, watermark: Any,
-               processing_time: Any, results: list, b: Any, phase: Any, sub: Any,
-               order_n: Any, rorder: Any, emit: Any) -> Any:
+    def _values(self, pane: Any, timing: Any, is_final: Any, retract: Any, watermark: Any,
+                processing_time: Any, results: list, b: Any, phase: Any, sub: Any,
+                order_n: Any, rorder: Any) -> list:
+        """The entry's values in ``entry_names`` order, cast to their entry types."""
+        return [pane.cast("long"), timing, is_final, retract, watermark.cast("long"),
+                processing_time.cast("long"),
+                *[r.cast(c.dtype) for r, c in zip(results, self.compiled)],
+                b.cast("int"), phase.cast("int"), sub.cast("long"), order_n.cast("long"),
+                rorder.cast("int")]
+
+    def element_values(self, pane: Any, timing: Any, retract: Any, results: list,
+                       rorder: int) -> list:
+        """Values (``entry_names`` order) of a firing or retraction caused by a late element:
+        the clocks of its bundle (the row's ``__wl_pb``/``__wl_wprev``), ``is_final`` false."""
         from pyspark.sql import functions as F
 
-        values = [pane.cast("long"), timing, is_final, retract, watermark.cast("long"),
-                  processing_time.cast("long"),
-                  *[r.cast(c.dtype) for r, c in zip(results, self.compiled)],
-                  b.cast("int"), phase.cast("int"), sub.cast("long"), order_n.cast("long"),
-                  rorder.cast("int")]
-        return F.struct(*[v.alias(n) for v, n in zip(values, self.entry_names())],
+        return self._values(pane, timing, F.lit(False), retract, finite(F.col(WP)),
+                            finite(F.col(PB)), results, F.col(B), F.lit(PHASE_ELEMENTS),
+                            F.col(SUB), F.col(WS), F.lit(rorder))
+
+    def _entry(self, *args: Any, emit: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        return F.struct(*[v.alias(n) for v, n in zip(self._values(*args), self.entry_names())],
                         emit.alias("emit"))
 
     def with_on_time_clocks(self, frame: Any) -> Any:
@@ -198,26 +226,34 @@ class Parts:
         from pyspark.sql import functions as F
 
         n, W, P = len(self.P), self.W, self.P
-        mx = F.col(WS) + F.lit(self.size - 1)
-        frame = frame.withColumn(BSTAR, rank(mx, W) if n else F.lit(0))
+        frame = frame.withColumn(BSTAR, rank(self.max_sql, W) if n else F.lit(0))
         in_run = F.col(BSTAR) < F.lit(n)
         return (frame.withColumn(OT_W, F.when(in_run, at(W, F.col(BSTAR))))
                 .withColumn(OT_P, F.when(in_run, at(P, F.col(BSTAR)))))
 
-    def on_time_entry(self, results: list, had_on_time: Any) -> Any:
+    def on_time_values(self, results: list, had_on_time: Any) -> tuple[list, Any]:
         """The ON_TIME firing of a window (as ``on_time_rows``; needs the columns of
-        ``with_on_time_clocks``) as an entry struct; emitted iff the window had on-time
-        elements and its end timer fired in this run."""
+        ``with_on_time_clocks``): its values in ``entry_names`` order, and whether it is
+        emitted — iff the window had on-time elements and its end timer fired in this run."""
         from pyspark.sql import functions as F
 
         n = len(self.P)
         in_run = F.col(BSTAR) < F.lit(n)
         emit = had_on_time if self.finalize else (had_on_time & in_run)
-        return self._entry(
+        values = self._values(
             F.lit(0), F.lit("ON_TIME"), F.lit(self.lateness == 0), F.lit(False),
             finite(F.col(OT_W)), finite(F.col(OT_P)), results, F.col(BSTAR),
             F.when(in_run, F.lit(PHASE_TIMERS_WM)).otherwise(F.lit(PHASE_FINISH)),
-            F.lit(0), F.col(WS) + F.lit(self.size - 1), F.lit(1), emit)
+            F.lit(0), F.col(WS) + F.lit(self.size - 1), F.lit(1))
+        return values, emit
+
+    def on_time_entry(self, results: list, had_on_time: Any) -> Any:
+        """``on_time_values`` as an entry struct."""
+        from pyspark.sql import functions as F
+
+        values, emit = self.on_time_values(results, had_on_time)
+        return F.struct(*[v.alias(n) for v, n in zip(values, self.entry_names())],
+                        emit.alias("emit"))
 
     def element_rows(self, frame: Any, timing: Any, pane: Any, results: list,
                      rorder: int = 1) -> Any:
