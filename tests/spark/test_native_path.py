@@ -324,7 +324,7 @@ def test_default_trigger_plan_is_a_plain_aggregate_plus_a_late_only_branch(spark
         plan = capsys.readouterr().out
         operators = [line.strip(" :+-") for line in plan.splitlines()]
 
-        def count(name: str) -> int:
+        def count(name: str, operators: list[str] = operators) -> int:
             return sum(op.startswith(name) for op in operators)
 
         assert plan.count("FileScan") == 2, plan            # main + late-only branch
