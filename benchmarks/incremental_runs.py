@@ -136,8 +136,13 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=48)
     parser.add_argument("--data", default=None, help="clickstream directory (cached)")
     parser.add_argument("--skip-sss", action="store_true")
+    parser.add_argument("--driver-memory", default="4g")
     args = parser.parse_args()
-    spark = get_or_create_session(app_name="windowlib-bench-incremental")
+    # Structured Streaming's HDFS state store keeps recent state versions on the JVM heap:
+    # with the local default (1 GB) its runs slowed down and failed with OutOfMemoryError
+    # after ~35 hours of this data, so both sides get 4 GB
+    spark = get_or_create_session(app_name="windowlib-bench-incremental",
+                                  conf={"spark.driver.memory": args.driver_memory})
     data = args.data or os.path.join(tempfile.gettempdir(), "windowlib-bench",
                                      f"clickstream-e{args.events}-k{args.keys}-h{args.hours}")
     ensure_clickstream(data, events=args.events, keys=args.keys, hours=args.hours, spark=spark)

@@ -36,8 +36,9 @@ Invariants:
   then exported as ``SPARK_REMOTE`` for the rest of the task process); otherwise an
   in-process local SparkSession. Resolved at run time, never at parse time.
 * With ``WINDOWLIB_SPARK_CONN_ID`` set at parse time, ``run`` is a ``SparkSubmitOperator`` that
-  submits ``jobs/run_pipeline.py`` (which plans, stages and publishes in one job) and the DAG is
-  ``plan -> run -> report``.
+  submits ``jobs/run_pipeline.py`` (which stages, audits with the job's GX suite and publishes
+  in one Spark application, under the plan's idempotency key) and the DAG is
+  ``plan -> run -> report``; a failed audit exits 1, so the task fails with the message.
 """
 
 from __future__ import annotations
@@ -216,12 +217,10 @@ def do_audit(name: str, staged: dict[str, Any]) -> dict[str, Any]:
 
 
 def _failure_message(name: str, validation: dict[str, Any]) -> str:
-    failed = validation.get("failed") or ["(no detail)"]
-    docs = validation.get("data_docs") or "(no Data Docs site)"
-    return (f"pipeline {name!r}: the audit failed, nothing was published (staged outputs and "
-            f"state removed). Failed expectations: {'; '.join(map(str, failed))}. Data Docs: "
-            f"{docs}. Fix the data or the pipeline and clear this run, or re-trigger with "
-            "publish_on_failure=true to publish anyway (recorded in the commit).")
+    from windowlib.runs.operations import blocked_message
+
+    return blocked_message(name, validation, "clear this run after the fix, or re-trigger "
+                           "with publish_on_failure=true")
 
 
 def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = False
@@ -465,7 +464,11 @@ def _spark_submit_task(name: str, conn_id: str) -> Any:
         name=f"windowlib-{name}",
         application_args=["--pipeline", name, "--root", "{{ " + pull + "['root'] }}",
                           "--first", "{{ " + pull + "['partitions'][0] }}",
-                          "--last", "{{ " + pull + "['partitions'][1] }}", "--json"],
+                          "--last", "{{ " + pull + "['partitions'][1] }}",
+                          # the idempotency key: a retry after a successful commit is a no-op
+                          "--run-id", "{{ " + pull + "['plan']['run_id'] }}",
+                          "--publish-on-failure={{ 'true' if params.publish_on_failure "
+                          "else 'false' }}", "--json"],
         env_vars={"WINDOWLIB_REGISTRY": os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)})
 
 

@@ -1,6 +1,7 @@
 """Run one registered pipeline incrementally: the ``spark-submit``-able entry point.
 
     python jobs/run_pipeline.py --pipeline NAME [--root URI] [--first P --last P]
+                                [--run-id KEY] [--publish-on-failure]
                                 [--rebuild] [--dry-run] [--json]
     spark-submit --master spark://... jobs/run_pipeline.py --pipeline NAME --root s3://...
 
@@ -11,9 +12,15 @@ Connect session when ``SPARK_REMOTE`` is set, else a local one) and runs it thro
 state generation over ``--first..--last``) with the job's source, checkpoint and output
 locations under ``--root`` (default ``$WINDOWLIB_ROOT`` or ``file://<repo>/.local/lake``).
 
-Exit codes: 0 success; 2 a user error (bad arguments, unknown pipeline, invalid definition or
-input, a checkpoint that needs ``--rebuild``); 1 anything else. Errors print ``[CODE] message``
-on stderr; tracebacks only for unexpected failures.
+``--run-id`` is the idempotency key (the DAGs pass ``{dag_id}:{run_id}@v{parent version}``):
+a retry of a run whose commit already succeeded publishes nothing and exits 0.
+
+Exit codes: 0 success (also "nothing new"); 1 the run failed, or its validation failed and
+nothing was published (the message names the failed expectations and the Data Docs; rerun
+with ``--publish-on-failure`` to publish anyway, recorded in the commit); 2 a user error (bad
+arguments, unknown pipeline, invalid definition or input, a checkpoint that needs
+``--rebuild``). Errors print ``[CODE] message`` on stderr; tracebacks only for unexpected
+failures.
 """
 
 from __future__ import annotations
@@ -49,6 +56,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "$WINDOWLIB_ROOT or file://<repo>/.local/lake")
     parser.add_argument("--first", default=None, help="first partition value to scan")
     parser.add_argument("--last", default=None, help="last partition value to scan")
+    parser.add_argument("--run-id", default=None,
+                        help="idempotency key of the run (a retry after a successful commit "
+                             "is a no-op)")
+    parser.add_argument("--publish-on-failure", nargs="?", const="true", default="false",
+                        choices=("true", "false"),
+                        help="publish even when the expectations fail (recorded in the "
+                             "commit); a bare flag means true")
     parser.add_argument("--rebuild", action="store_true",
                         help="start a new state generation over the range (published when "
                              "complete)")
@@ -91,7 +105,8 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     checkpoint, output = job.locations(root)
     return {"job": job, "root": root, "source_uri": job.source.uri(root),
             "checkpoint": checkpoint, "output": output,
-            "partitions": _partitions(job, args.first, args.last), "rebuild": args.rebuild}
+            "partitions": _partitions(job, args.first, args.last), "rebuild": args.rebuild,
+            "run_id": args.run_id, "publish_on_failure": args.publish_on_failure == "true"}
 
 
 def _session() -> Any:
@@ -110,11 +125,13 @@ def run(resolved: dict[str, Any]) -> Any:
     from windowlib.runs.operations import backfill_job, run_job
 
     job, root, parts = resolved["job"], resolved["root"], resolved["partitions"]
+    run_id = resolved.get("run_id")
     spark = _session()
     if resolved["rebuild"]:
         first, last = parts or (None, None)
-        return backfill_job(job, root, first, last, rebuild=True, spark=spark)
-    return run_job(job, root, partitions=parts, spark=spark)
+        return backfill_job(job, root, first, last, rebuild=True, spark=spark, run_id=run_id)
+    return run_job(job, root, partitions=parts, spark=spark, run_id=run_id,
+                   publish_on_failure=bool(resolved.get("publish_on_failure")))
 
 
 def summary_dict(summary: Any) -> dict[str, Any]:
@@ -156,8 +173,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             _print(_describe_plan(resolved), args.json, f"dry run: {args.pipeline}")
             return EXIT_OK
-        summary = run(resolved)
-        _print(summary_dict(summary), args.json, f"run of {args.pipeline}")
+        summary = summary_dict(run(resolved))
+        _print(summary, args.json, f"run of {args.pipeline}")
+        from windowlib.runs.operations import blocked_message, is_blocked
+
+        if is_blocked(summary.get("status")):
+            print(blocked_message(args.pipeline, summary.get("validation"),
+                                  "rerun with --publish-on-failure"), file=sys.stderr)
+            return EXIT_FAILED
         return EXIT_OK
     except WindowlibError as exc:
         print(str(exc), file=sys.stderr)  # "[CODE] message"

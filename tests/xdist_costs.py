@@ -51,6 +51,7 @@ COST_S: dict[str, float] = {
     "tests/spark/test_incremental_concurrency.py": 160,
     "tests/airflow/test_dag_connect.py": 150,
     "tests/airflow/test_dag_runs_s3.py": 120,
+    "tests/airflow/test_dag_spark_submit.py": 160,    # two spark-submit applications
     "tests/docs/test_docs_examples.py": 105,
     "tests/spark/test_incremental.py": 100,
     "tests/state/test_state_objectstore.py": 80,

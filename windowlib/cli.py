@@ -99,7 +99,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(json.dumps(summary.to_dict(), indent=2, default=str))
     else:
         _print_summary(summary)
-    return 1 if summary.status == "blocked" else 0
+    if ops.is_blocked(summary.status):
+        override = ("run again with --publish-on-failure" if args.command == "run"
+                    else "fix the range's data (a rebuild publishes only what validates)")
+        print(ops.blocked_message(job.name, summary.validation, override), file=sys.stderr)
+        return 1
+    return 0
 
 
 class _progress:

@@ -46,3 +46,37 @@ def test_a_corrupt_checkpoint_exits_1_with_its_code(spark, tmp_path, capsys):
     assert run_pipeline.main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("[CHECKPOINT_CORRUPT]") and "Traceback" not in err
+
+
+def test_a_failed_audit_exits_1_naming_the_expectation_for_run_and_rebuild(
+        spark, tmp_path, capsys, monkeypatch):
+    """A blocked publish is a failure for every entry point — ``run_pipeline.py`` (what
+    ``spark-submit`` runs) and the ``windowlib`` CLI, incremental run and rebuild alike — and the
+    message names the failed expectation and how to override; nothing is published."""
+    import sys
+    from pathlib import Path
+
+    from jobs.synthetic import DATA_PATH, write_synthetic
+    from windowlib import cli
+    from windowlib.runs.operations import get_job, job_status
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "airflow"))
+    monkeypatch.setenv("WINDOWLIB_REGISTRY", "wl_blocking_registry")   # clicks <= 0
+    sys.modules.pop("wl_blocking_registry", None)
+    write_synthetic(tmp_path / DATA_PATH, hours=1, events_per_hour=20, keys=2)
+    root = tmp_path.as_uri()
+    calls = [
+        (run_pipeline.main, ["--pipeline", "clickstream_demo", "--root", root],
+         "rerun with --publish-on-failure"),
+        (cli.main, ["run", "--pipeline", "clickstream_demo", "--root", root, "--json"],
+         "run again with --publish-on-failure"),
+        (cli.main, ["backfill", "--pipeline", "clickstream_demo", "--root", root, "--first",
+                    "2024-03-01T00", "--last", "2024-03-01T00", "--rebuild", "--json"],
+         "a rebuild publishes only what validates"),
+    ]
+    for main, argv, hint in calls:
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert "the audit failed, nothing was published" in err and "clicks" in err, err
+        assert hint in err, err
+        assert job_status(get_job("clickstream_demo"), root)["version"] is None

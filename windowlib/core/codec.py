@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import json
 import math
 from decimal import Decimal
 from typing import Any
@@ -18,6 +19,9 @@ from typing import Any
 from windowlib.core.errors import StateError
 
 _TAG = "$t"
+# one compact encoder: json.dumps builds a new JSONEncoder on every call with non-default
+# separators, which costs more than encoding a small row
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def encode(value: Any) -> Any:
@@ -55,6 +59,11 @@ def encode(value: Any) -> Any:
         f"cannot snapshot a value of type {t.__module__}.{t.__qualname__}; window state "
         "(accumulators, buffered rows, trigger state) must be plain data: numbers, strings, "
         "lists, dicts, tuples, datetimes", code="SNAPSHOT_UNSERIALIZABLE")
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON text of ``encode(value)``."""
+    return _COMPACT.encode(encode(value))
 
 
 def _plain(value: Any) -> Any:

@@ -107,6 +107,23 @@ def backfill_job(job: Any, root: str, first: Any, last: Any, *, rebuild: bool = 
     return summary
 
 
+def is_blocked(status: Any) -> bool:
+    """Whether a run's (or rebuild's) status says validation blocked the publish."""
+    return "blocked" in str(status or "")
+
+
+def blocked_message(name: str, validation: dict[str, Any] | None, override: str) -> str:
+    """What to tell an operator when validation blocked a publish: the failed expectations,
+    the Data Docs, and how to publish anyway (``override``: e.g. a flag or a Param)."""
+    validation = validation or {}
+    failed = validation.get("failed") or ["(no detail)"]
+    docs = validation.get("data_docs") or "(no Data Docs site)"
+    return (f"pipeline {name!r}: the audit failed, nothing was published (staged outputs and "
+            f"state removed). Failed expectations: {'; '.join(map(str, failed))}. Data Docs: "
+            f"{docs}. Fix the data or the pipeline and run again, or {override} to publish "
+            "anyway (recorded in the commit).")
+
+
 def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
     """Watermark, last versions, state size, consumed files (small JSON)."""
     checkpoint, output = job.locations(root)

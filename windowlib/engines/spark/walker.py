@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.codec import decode, encode
+from windowlib.core.codec import decode, to_json
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import ExecutionError, StateError
 from windowlib.core.pipeline import Pipeline
@@ -36,6 +36,8 @@ from windowlib.engines.spark.columns import (
     STATE,
 )
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION
+
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain data already
 
 
 @dataclass
@@ -163,7 +165,7 @@ class _Walker:
         mode = self.result_mode
         if mode == "json":
             payload = {k: v for k, v in row.items() if k not in self.skip_in_json}
-            results: tuple = (json.dumps(encode(payload), separators=(",", ":")),)
+            results: tuple = (to_json(payload),)
         else:
             results = tuple(row.get(name) for name in self.result_names)
             if mode == "schema" and not self.allowed_result_keys.issuperset(row):
@@ -191,7 +193,7 @@ class _Walker:
 
     def emit_side(self, tag: str, value: Any) -> None:
         clock = self.clock
-        value_json = json.dumps(encode(value), separators=(",", ":"))
+        value_json = to_json(value)
         self._bare_row("side", self.out_key,
                        (_finite(clock.watermark), _finite(clock.processing_time)), tag,
                        (None, None, None, None, value_json))
@@ -340,7 +342,7 @@ class _Walker:
             self.b, self.phase, self.sub = self.n_bundles, PHASE_FINISH, 0
             driver.finish()
         if self.config.emit_state and driver is not None and not driver.is_empty():
-            self.emit_state(json.dumps(driver.snapshot(), separators=(",", ":")),
+            self.emit_state(_COMPACT_JSON.encode(driver.snapshot()),
                             driver.next_timer(EVENT), driver.next_timer(PROCESSING),
                             self.state_size(driver))
         self.driver = None

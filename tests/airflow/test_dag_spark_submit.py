@@ -1,0 +1,91 @@
+"""The ``SparkSubmitOperator`` path, executed: with ``WINDOWLIB_SPARK_CONN_ID`` naming a Spark
+connection at parse time, a pipeline DAG is ``plan -> run -> report`` and ``run`` submits
+``jobs/run_pipeline.py`` with ``spark-submit`` (a real Spark application on ``local[2]``).
+
+``dag.test()`` runs in a subprocess (the DAG must be parsed with the connection variable set):
+a run publishes under the plan's idempotency key; a second run of the same DAG run id finds
+nothing new; with an impossible expectation (``wl_blocking_registry``) the submitted job's
+audit fails, the task fails with the message naming the expectation, and nothing is
+published."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, subprocess_env
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
+
+PROBE = """
+import json, sys
+from datetime import UTC, datetime
+import windowlib_pipelines as m
+
+dag = m.windowlib_clickstream_demo
+at = datetime(2024, 3, 1, 1, tzinfo=UTC)
+dr = dag.test(logical_date=at, run_after=at, run_conf={"root": sys.argv[1]})
+print("RESULT " + json.dumps({"state": str(dr.state), "run_id": dr.run_id,
+                              "tasks": {ti.task_id: str(ti.state)
+                                        for ti in dr.get_task_instances()}}))
+"""
+
+
+def _dag_test(root: str, **env: str) -> tuple[dict, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, root], capture_output=True, text=True, timeout=1200,
+        cwd=str(REPO), env=subprocess_env(
+            WINDOWLIB_SPARK_CONN_ID="spark_local",
+            AIRFLOW_CONN_SPARK_LOCAL=json.dumps({"conn_type": "spark", "host": "local[2]"}),
+            **env))
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    return json.loads(lines[-1][len("RESULT "):]), done.stdout + done.stderr
+
+
+def test_spark_submit_run_publishes_under_the_plans_key_and_a_rerun_is_a_no_op(airflow_db,
+                                                                               tmp_path):
+    from _windowlib_factory import run_key
+
+    from jobs.registry import get
+    from jobs.synthetic import DATA_PATH, write_synthetic
+    from windowlib.runs.operations import job_status
+
+    lake = tmp_path / "lake"
+    write_synthetic(lake / DATA_PATH, hours=1, events_per_hour=40, late_fraction=0.0,
+                    very_late_fraction=0.0)
+    root = lake.as_uri()
+    result, _ = _dag_test(root)
+    assert result["state"] == "success", result
+    assert result["tasks"] == {"plan": "success", "run": "success", "report": "success"}
+    status = job_status(get("clickstream_demo"), root)
+    assert status["version"] == 1 and status["files_consumed_total"] == 1, status
+    key = f"{run_key('windowlib_clickstream_demo', result['run_id'])}@v0"
+    assert [c["run_id"] for c in status["runs"]] == [key]      # the plan's idempotency key
+    assert (lake / "_windowlib" / "reports" / "clickstream_demo.html").is_file()
+
+    again, _ = _dag_test(root)           # the same DAG run id: nothing new, nothing committed
+    assert again["state"] == "success" and again["tasks"]["plan"] == "success", again
+    assert again["tasks"]["run"] == "skipped", again
+    assert job_status(get("clickstream_demo"), root)["version"] == 1
+
+
+def test_a_failed_audit_in_the_submitted_job_fails_the_task_and_publishes_nothing(
+        airflow_db, tmp_path):
+    from jobs.registry import get
+    from jobs.synthetic import DATA_PATH, write_synthetic
+    from windowlib.runs.operations import job_status
+
+    lake = tmp_path / "lake"
+    write_synthetic(lake / DATA_PATH, hours=1, events_per_hour=40, late_fraction=0.0,
+                    very_late_fraction=0.0)
+    root = lake.as_uri()
+    result, log = _dag_test(root, WINDOWLIB_REGISTRY="wl_blocking_registry")
+    assert result["state"] == "failed", result
+    assert result["tasks"]["plan"] == "success" and result["tasks"]["run"] == "failed", result
+    assert job_status(get("clickstream_demo"), root)["version"] is None   # nothing published
+    assert list((lake / "_windowlib").rglob("pending.json")) == []       # staging removed
+    assert "the audit failed, nothing was published" in log, log[-5000:]
+    assert "clicks" in log and "--publish-on-failure" in log
