@@ -111,6 +111,15 @@ def _num(value: Any) -> float:
         return 0.0
 
 
+def _count_axis(values: Sequence[float]) -> Any:
+    """An axis for counts: integer ticks only (at most as many ticks as the largest count, so
+    a chart whose counts are all 0 or 1 shows 0 and 1, not 0, 0.5, 1)."""
+    import altair as alt
+
+    top = int(max(values, default=0))
+    return alt.Axis(format="d", tickMinStep=1, tickCount=max(1, min(top, 8)))
+
+
 def _firings_chart(runs: Sequence[Mapping[str, Any]]) -> dict:
     rows = []
     for i, run in enumerate(runs):
@@ -122,7 +131,9 @@ def _firings_chart(runs: Sequence[Mapping[str, Any]]) -> dict:
 
     return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
         x=alt.X("run:N", sort=alt.EncodingSortField("i"), title="run", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("firings:Q", stack="zero", title="firings"),
+        y=alt.Y("firings:Q", stack="zero", title="firings", axis=_count_axis(
+            [sum(_num((r.get("firings_by_timing") or {}).get(t)) for t in TIMING_ORDER)
+             for r in runs])),
         color=alt.Color("timing:N", scale=alt.Scale(domain=list(TIMING_ORDER),
                                                     range=[_COLORS[t] for t in TIMING_ORDER])),
         order=alt.Order("order:Q"), tooltip=["run:N", "timing:N", "firings:Q"],
@@ -136,7 +147,8 @@ def _late_chart(runs: Sequence[Mapping[str, Any]]) -> dict:
             for i, run in enumerate(runs) for kind in ("late", "rejects")]
     return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
         x=alt.X("run:N", sort=alt.EncodingSortField("i"), title="run", axis=alt.Axis(labelAngle=0)),
-        xOffset="kind:N", y=alt.Y("count:Q", title="elements"),
+        xOffset="kind:N", y=alt.Y("count:Q", title="elements",
+                                  axis=_count_axis([r["count"] for r in rows])),
         color=alt.Color("kind:N", scale=alt.Scale(domain=["late", "rejects"],
                                                   range=["#e08a1e", "#c62828"])),
     ).properties(width=420, height=220).to_dict()
@@ -154,7 +166,8 @@ def _lateness_chart(runs: Sequence[Mapping[str, Any]]) -> dict:
     return alt.Chart(alt.Data(values=rows)).mark_bar(color="#e08a1e").encode(
         x=alt.X("bucket:N", sort=alt.EncodingSortField("i"), title="lateness",
                 axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("count:Q", title="dropped elements"),
+        y=alt.Y("count:Q", title="dropped elements",
+                axis=_count_axis([r["count"] for r in rows])),
     ).properties(width=420, height=220).to_dict()
 
 
@@ -166,7 +179,8 @@ def _state_chart(runs: Sequence[Mapping[str, Any]]) -> dict:
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("run:N", sort=alt.EncodingSortField("i"), title="run", axis=alt.Axis(labelAngle=0)))
     left = base.mark_line(point=True, color="#3b6ea8").encode(
-        y=alt.Y("rows:Q", title="state rows", axis=alt.Axis(titleColor="#3b6ea8")))
+        y=alt.Y("rows:Q", title="state rows",
+                axis=alt.Axis(titleColor="#3b6ea8", tickMinStep=1, format="d")))
     right = base.mark_line(point=True, color="#8e44ad", strokeDash=[4, 3]).encode(
         y=alt.Y("MiB:Q", title="state MiB", axis=alt.Axis(titleColor="#8e44ad")))
     return alt.layer(left, right).resolve_scale(y="independent") \
