@@ -143,8 +143,12 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
               plan: RunPlan, *, watermark: WatermarkStrategy | None = None, spark: Any = None,
               settings: S3Settings | None = None, result_schema: str | None = None,
               processing_time: Any = None, progress: Progress | None = None,
-              max_key_state: int | None = None) -> StagedRun:
-    """Run the engine over the plan's new files from the saved state; stage everything."""
+              max_key_state: int | None = None, path: str = "auto") -> StagedRun:
+    """Run the engine over the plan's new files from the saved state; stage everything.
+
+    ``path``: ``"auto"`` (the path of the saved state; for a first run the planner's choice,
+    ``planner.incremental_path``), or ``"native"``/``"general"`` to insist (a mismatch with
+    the saved state's path is a ``StateError``)."""
     from windowlib.engines.spark.general import DEFAULT_MAX_KEY_STATE, run_general
     from windowlib.engines.spark.session import get_or_create_session
     from windowlib.engines.spark.state import RunClock
@@ -170,7 +174,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     # bad rows/files all read it; the bundle plan's aggregate fills the cache) ---------------
     files = _source_files(plan)
     say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
-    frame = source.read(spark, files).frame.persist()
+    frame = source.read(spark, files).frame
     from pyspark.sql import functions as F
 
     good = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull())
@@ -178,6 +182,18 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     # --- the engine, from the saved state and clock --------------------------------------
     clock = RunClock()
     state = None
+    path = choose_path(pipeline, good, parent, path)
+    summary.path = path
+    if path == "native":
+        # a task reads whole files: with fewer files than cores, spread the rows before the
+        # native plan's row stages (the general path shuffles by key anyway)
+        from windowlib.runs.frames import io_parallelism
+
+        target = io_parallelism(spark, 1 << 30)
+        if len(files) < target:
+            frame = frame.repartition(target)
+    frame = frame.persist()
+    good = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull())
     if parent is not None:
         clock = RunClock(_ms(parent.watermark_ms), _ms(parent.processing_time_ms),
                          _ms(parent.max_event_time_ms))
@@ -199,11 +215,19 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     say("running the pipeline")
     run = None
     try:
-        run = run_general(pipeline, good.drop(ERROR_COLUMN, CORRUPT_COLUMN), source.partition,
-                          watermark=watermark, processing_time=given,
-                          order_by=list(source.arrival_order), result_schema=result_schema,
-                          max_key_state=max_key_state or DEFAULT_MAX_KEY_STATE, state=state,
-                          clock=clock, emit_state=True, persist=False)
+        rows = good.drop(ERROR_COLUMN, CORRUPT_COLUMN)
+        if path == "native":
+            from windowlib.engines.spark.native_incremental import run_native_incremental
+
+            run = run_native_incremental(pipeline, rows, source.partition, watermark=watermark,
+                                         order_by=list(source.arrival_order),
+                                         processing_time=given, state=state, clock=clock)
+        else:
+            run = run_general(pipeline, rows, source.partition, watermark=watermark,
+                              processing_time=given, order_by=list(source.arrival_order),
+                              result_schema=result_schema,
+                              max_key_state=max_key_state or DEFAULT_MAX_KEY_STATE,
+                              state=state, clock=clock, emit_state=True, persist=False)
         # --- stage: every output and the new state in one Spark job ----------------------
         staging = cs.begin(plan.run_id, parent=parent)
     except BaseException:
@@ -245,7 +269,8 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
             watermark_ms=w, processing_time_ms=p, max_event_time_ms=m,
             stats={k: v for k, v in summary.to_dict().items()
                    if k not in ("validation", "status", "published")},
-            extra={"state_schema": staged_out.state_schema.jsonValue(), "frames": infos},
+            extra={"state_schema": staged_out.state_schema.jsonValue(), "frames": infos,
+                   "state_kind": STATE_KINDS[path]},
             consumed=plan.files, prefixes=["state", *OUTPUTS])
         summary.seconds = round(time.monotonic() - started, 3)
         staged = StagedRun(staging, summary, record)
@@ -302,8 +327,10 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                     result_schema: str | None = None, processing_time: Any = None,
                     validate: Callable[[Any, RunSummary], dict[str, Any]] | None = None,
                     publish_on_failure: bool = False, dry_run: bool = False,
-                    progress: Progress | None = None) -> RunSummary:
-    """One incremental run (SPEC §9): plan, stage, optionally validate, publish.
+                    progress: Progress | None = None, path: str = "auto") -> RunSummary:
+    """One incremental run (SPEC §9): plan, stage, optionally validate, publish. ``path``:
+    see ``stage_run`` (the native path runs declarative pipelines with the default trigger in
+    Spark SQL, carrying window state between runs).
 
     ``validate(staged_firings_df, summary) -> {"success": bool, "failed": [...], ...}`` gates
     the publish (see ``publish_run``). With ``run_id`` given, a retry of a run whose commit
@@ -329,7 +356,7 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
         return summary
     staged = stage_run(pipeline, source, checkpoint, output, plan, watermark=watermark,
                        spark=spark, settings=settings, result_schema=result_schema,
-                       processing_time=processing_time, progress=progress)
+                       processing_time=processing_time, progress=progress, path=path)
     outcome = validate(staged.firings, staged.summary) if validate is not None else None
     if progress is not None:
         progress(f"publishing version {staged.staging.version}")
@@ -338,6 +365,44 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
+# the pane state's format per path (recorded in every commit; a checkpoint without it was
+# written by the general path)
+STATE_KINDS = {"general": "general-keys", "native": "native-windows"}
+INCREMENTAL_PATHS = ("auto", "native", "general")
+
+
+def choose_path(pipeline: Pipeline, rows: Any, parent: Any, requested: str = "auto") -> str:
+    """The path of this run: the saved state's path (a checkpoint keeps its path until a
+    rebuild), else the planner's choice for incremental runs; ``requested`` insists."""
+    from windowlib.engines.spark.planner import incremental_path
+
+    if requested not in INCREMENTAL_PATHS:
+        raise InputError(f"path must be one of {', '.join(INCREMENTAL_PATHS)}, got "
+                         f"{requested!r}", code="ARGUMENT_INVALID")
+    saved = None
+    if parent is not None and "state" in (parent.record.get("prefixes") or []):
+        kind = parent.extra.get("state_kind", STATE_KINDS["general"])
+        saved = next((p for p, k in STATE_KINDS.items() if k == kind), None)
+        if saved is None:
+            raise StateError(f"pipeline {pipeline.name!r}: the checkpoint's pane state has "
+                             f"the unknown kind {kind!r} (a newer windowlib wrote it?); "
+                             "upgrade, or start a new state generation (backfill --rebuild)",
+                             code="CHECKPOINT_FORMAT_UNSUPPORTED")
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    choice = incremental_path(pipeline, types)
+    path = saved or (choice.path if requested == "auto" else requested)
+    if requested != "auto" and path != requested:
+        raise StateError(f"pipeline {pipeline.name!r}: the checkpoint's pane state belongs to "
+                         f"the {saved} path, not {requested}; start a new state generation "
+                         "(backfill --rebuild) to switch", code="STATE_SCHEMA_MISMATCH")
+    if path == "native" and choice.path != "native":
+        raise StateError(f"pipeline {pipeline.name!r} cannot run natively ("
+                         f"{'; '.join(choice.reasons)}); its checkpoint holds native window "
+                         "state: start a new state generation (backfill --rebuild)",
+                         code="STATE_SCHEMA_MISMATCH")
+    return path
+
 
 def _ms(value: Any) -> int:
     return MIN_TS if value is None else int(value)

@@ -6,8 +6,9 @@ each job pays Spark's scheduling latency. Here one ``mapInArrow`` pass writes th
 
 Invariants:
 
-- The *routed* frame has a string column ``__wl_out`` naming each row's output and, for every
-  output ``name``, its columns as ``name::column`` (other outputs' columns are ignored for that
+- The *routed* frame has a string column ``__wl_out`` naming each row's output — or several,
+  joined by ``+`` (``firings+state``: one row written to both) — and, for every output
+  ``name``, its columns as ``name::column`` (other outputs' columns are ignored for that
   row). :func:`route_columns` builds such a projection; branches with different outputs are
   combined with ``unionByName(allowMissingColumns=True)``.
 - Each output's rows go to Parquet files under the output's own location, named
@@ -19,7 +20,8 @@ Invariants:
   output, the row count and the sum of its ``total`` column for each group of its ``count_by``
   columns — so figures derived from them equal the rows a reader reads back. Data never passes
   through the driver.
-- A row routed to an output that was not declared fails the task (never dropped silently).
+- A row routed to an output that was not declared, or to none (null), fails the task (never
+  dropped silently).
 - The tasks always write with pyarrow, also where ``spark.windowlib.io.s3=spark`` makes
   ``write_frame`` use Spark's ``s3a`` writer; ``read_frame`` reads files of either writer.
 """
@@ -45,10 +47,11 @@ from windowlib.runs.frames import (
 )
 from windowlib.state.s3config import S3Settings
 
-__all__ = ["OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_routed"]
+__all__ = ["MULTI", "OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_routed"]
 
 OUT = "__wl_out"
 SEP = "::"
+MULTI = "+"    # "firings+state": the row goes to both outputs
 _META_DDL = ("output string, path string, rows long, bytes long, task int, "
              "grp string, total long")
 
@@ -96,8 +99,12 @@ class RoutedWrite:
 def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
                  settings: S3Settings | None = None, token: str | None = None,
                  max_rows_per_file: int = 1_000_000,
-                 forward_credentials: bool | None = None) -> RoutedWrite:
+                 forward_credentials: bool | None = None,
+                 tasks: int | None = None) -> RoutedWrite:
     """Write every output of ``routed`` in one Spark job; return files and counts.
+
+    ``tasks``: at most this many writer tasks (``writer_tasks``: the shuffle partitions, at
+    least the default parallelism; ``0`` keeps ``routed``'s partitioning).
 
     Raises ``StateError(FRAME_EXISTS)`` when an output location already holds files, and
     ``InputError`` for a bad token, a missing column or locations on different schemes.
@@ -144,6 +151,12 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
                                   for c in [*(r for r, _ in cols), *by,
                                             *([total] if total else [])])]
     frame = routed.select(*[f"`{c}`" for c in wanted])
+    tasks = writer_tasks(spark) if tasks is None else tasks
+    if tasks:
+        # a union of branches has one partition per branch partition; every writer task
+        # pays a Python worker round trip and writes its own small files, so merge them
+        # (narrow: no shuffle)
+        frame = frame.coalesce(tasks)
     meta = frame.mapInArrow(_make_routed_writer(fs, plan, token, max_rows_per_file),
                             _META_DDL).collect()      # small: one row per file or group
     result = RoutedWrite()
@@ -167,6 +180,18 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
         result.frames[name] = FrameInfo(loc.uri, ordered, schema_json)
     result.counts = {n: {g: (v[0], v[1]) for g, v in c.items()} for n, c in counts.items()}
     return result
+
+
+def writer_tasks(spark: Any) -> int:
+    """Writer tasks for a routed write: ``spark.sql.shuffle.partitions``, at least the I/O
+    parallelism of ``frames.io_parallelism`` (twice the default parallelism)."""
+    from windowlib.runs.frames import io_parallelism
+
+    try:   # no default argument: Spark validates a default like a value set
+        shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except Exception:       # "auto" on some platforms, or a restricted Connect server
+        shuffle = 0
+    return max(shuffle, io_parallelism(spark, 1 << 30))
 
 
 def _make_routed_writer(fs: TaskFilesystem,
@@ -237,18 +262,23 @@ def _make_routed_writer(fs: TaskFilesystem,
                 continue
             table = pa.Table.from_batches([batch])
             route = table[OUT]
-            names = pc.unique(route).to_pylist()
-            for name in names:
-                if name not in plan:
-                    raise ExecutionError(f"rows routed to undeclared output {name!r}",
+            values = pc.unique(route).to_pylist()
+            for value in values:
+                if value is None:
+                    raise ExecutionError("rows routed to no output (null)",
                                          code="OUTPUT_UNKNOWN")
-                base, cols, by, total = plan[name]
-                sub = table if len(names) == 1 else table.filter(pc.equal(route, name))
-                count(name, sub, by, total)
-                if base is not None and cols:
-                    out = sub.select([r for r, _ in cols]).rename_columns([c for _, c in cols])
-                    for rb in out.combine_chunks().to_batches():
-                        emit(name, base, rb)
+                sub = table if len(values) == 1 else table.filter(pc.equal(route, value))
+                for name in value.split(MULTI):     # a row may go to several outputs
+                    if name not in plan:
+                        raise ExecutionError(f"rows routed to undeclared output {name!r}",
+                                             code="OUTPUT_UNKNOWN")
+                    base, cols, by, total = plan[name]
+                    count(name, sub, by, total)
+                    if base is not None and cols:
+                        out = sub.select([r for r, _ in cols]).rename_columns(
+                            [c for _, c in cols])
+                        for rb in out.combine_chunks().to_batches():
+                            emit(name, base, rb)
         for name, state in open_files.items():
             if state[1] is not None:
                 close(name, state)

@@ -1,12 +1,15 @@
 """What one incremental run stages, written by ONE Spark job (``routing.write_routed``).
 
 The general path's tagged output (one row per firing, late element, reject, side-output value,
-pane-state row and per-partition statistics row; ``__wl_kind``) and the source's bad rows and
-unreadable files are projected into one routed frame; a single pass writes firings, late,
-rejects, side outputs and the new pane state, each under its own staging location, and counts
-what it wrote. The run's figures come from those counts — no separate counting job:
+pane-state row and per-partition statistics row; ``__wl_kind``) — or a native incremental
+run's window rows, late, rejects and processed rows (``routed_native_frame``) — and the
+source's bad rows and unreadable files are projected into one routed frame; a single pass
+writes firings, late, rejects, side outputs and the new pane state, each under its own staging
+location, and counts what it wrote. The run's figures come from those counts — no separate
+counting job:
 
-- ``processed``: elements the walkers processed (their ``stats`` rows);
+- ``processed``: elements the walkers processed (their ``stats`` rows), or the kept rows of a
+  native run (one ``stats`` row each);
 - ``late``, ``rejects``, ``firings`` (by timing; retractions apart), ``side_outputs``,
   ``state_rows``/``state_entries``: rows written to each output;
 - ``schema_rejects`` (rows that did not fit the schema) and ``bad_files`` (unreadable files,
@@ -14,7 +17,9 @@ what it wrote. The run's figures come from those counts — no separate counting
 - ``lateness_histogram``: late rows by how far behind the watermark they were.
 
 The columns of each output are exactly those of the engine's public frames
-(``engine._public_frames``, ``GeneralRun.state``/``side_outputs``); a test pins this.
+(``engine._public_frames``, ``GeneralRun.state``/``side_outputs``) on both paths, except the
+pane state, whose format belongs to the path (``state_kind`` in the commit record); tests pin
+this.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.runs.routing import (
+    MULTI,
     OUT,
     SEP,
     OutputSpec,
@@ -147,10 +153,8 @@ def routed_run_frame(run: Any, run_id: str | None, source_frame: Any, timestamp:
 
     Returns ``(routed, written columns per output, Spark schema per output)``."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
 
     from windowlib.engines.spark.columns import KIND
-    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN
 
     outputs = _columns(run, run_id, timestamp)
     route = F.col(KIND)
@@ -162,14 +166,27 @@ def routed_run_frame(run: Any, run_id: str | None, source_frame: Any, timestamp:
     tagged = run.tagged.select(kind.alias(OUT), *[c for name, cols in outputs.items()
                                                   for c in route_columns(name, cols)])
     written = {n: [c for c, _ in cols if c not in _INTERNAL] for n, cols in outputs.items()}
-    fields = {f.name: f for f in tagged.schema.fields}    # one analysis for every output
-    schemas = {name: StructType([StructField(c, fields[f"{name}{SEP}{c}"].dataType,
-                                             fields[f"{name}{SEP}{c}"].nullable)
-                                 for c in cols])
-               for name, cols in written.items()}
+    schemas = _schemas(tagged, written)
+    routed = tagged.unionByName(_source_rejects(source_frame, run.element_columns),
+                                allowMissingColumns=True)
+    return routed, written, _nullable_rejects(schemas)
 
-    # rows the engine never saw: schema mismatches and unreadable files (one row each)
-    data_cols = list(run.element_columns)
+
+def _nullable_rejects(schemas: dict[str, Any]) -> dict[str, Any]:
+    """The rejects' columns are nullable in either branch (unreadable files: all null)."""
+    from pyspark.sql.types import StructField, StructType
+
+    return {**schemas, "rejects": StructType([StructField(f.name, f.dataType, True)
+                                              for f in schemas["rejects"].fields])}
+
+
+def _source_rejects(source_frame: Any, data_cols: Any) -> Any:
+    """Rows the engine never saw, routed to the rejects: schema mismatches and unreadable
+    files (one row each)."""
+    from pyspark.sql import functions as F
+
+    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN
+
     error, corrupt = F.col(ERROR_COLUMN), F.col(CORRUPT_COLUMN)
     types = {f.name: f.dataType for f in source_frame.schema.fields}
     ok = error.isNull()
@@ -181,13 +198,88 @@ def routed_run_frame(run: Any, run_id: str | None, source_frame: Any, timestamp:
                  (_ORIGIN, F.when(ok, F.lit("schema")).otherwise(F.lit("file"))),
                  (_FILE, F.when(ok, F.lit(None).cast("string")).otherwise(F.col(FILE_COLUMN))),
                  (_ERROR, error)]
-    bad = source_frame.filter(error.isNotNull() | corrupt.isNotNull()).select(
+    return source_frame.filter(error.isNotNull() | corrupt.isNotNull()).select(
         F.lit("rejects").alias(OUT), *route_columns("rejects", bad_cols))
-    routed = tagged.unionByName(bad, allowMissingColumns=True)
-    # the rejects' columns are nullable in either branch (unreadable files: all null)
-    schemas["rejects"] = StructType([StructField(f.name, f.dataType, True)
-                                     for f in schemas["rejects"].fields])
-    return routed, written, schemas
+
+
+def _schemas(routed: Any, written: dict[str, list[str]]) -> dict[str, Any]:
+    """Per output, the Spark schema of its written columns (one analysis of ``routed``)."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = {f.name: f for f in routed.schema.fields}
+    return {name: StructType([StructField(c, fields[f"{name}{SEP}{c}"].dataType,
+                                          fields[f"{name}{SEP}{c}"].nullable) for c in cols])
+            for name, cols in written.items()}
+
+
+def routed_native_frame(run: Any, run_id: str | None, source_frame: Any, timestamp: str
+                        ) -> tuple[Any, dict[str, list[str]], dict[str, Any]]:
+    """The routed frame of a native incremental run (``native_incremental``): firings and
+    window state from its window rows, late, rejects, the processed count, and the source's
+    bad rows and files — the same outputs and columns as ``routed_run_frame``, with the
+    native window state."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from windowlib.engines.spark.native_incremental import FIRES, FIRING, KEEPS, STATE
+
+    windows = run.windows
+    fires, keeps = F.col(FIRES), F.col(KEEPS)
+    kind = (F.when(fires & keeps, F.lit(f"firings{MULTI}state"))
+            .when(fires, F.lit("firings")).otherwise(F.lit("state")))
+    firings = [(c, F.col(f"{FIRING}.`{c}`")) for c in run.firing_columns]
+    firings.insert(len(firings) - len(run.result_columns),
+                   ("run_id", F.lit(run_id).cast("string")))
+    state = [(c, F.col(f"{STATE}.`{c}`")) for c in run.state_columns]
+    key_types = {f.name: f.dataType for f in source_frame.schema.fields}
+    side = [*[(c, F.lit(None).cast(key_types[c])) for c in run.key_columns],
+            ("tag", F.lit(None).cast("string")), ("value_json", F.lit(None).cast("string")),
+            ("watermark", F.lit(None).cast(T.TimestampType())),
+            ("processing_time", F.lit(None).cast(T.TimestampType()))]
+    window_rows = windows.select(kind.alias(OUT), *route_columns("firings", firings),
+                                 *route_columns("state", state),
+                                 *route_columns("side_outputs", side))
+    element = [(c, F.col(f"`{c}`")) for c in run.element_columns]
+    late_cols = [*element, ("reason", F.col("reason")),
+                 ("watermark", F.timestamp_millis(F.col("watermark")))]
+    event = _element_event_ms(run.late, timestamp)
+    if event is not None:
+        late_cols.append((_BUCKET, lateness_label((F.col("watermark") - event)
+                                                  / F.lit(3_600_000))))
+    late = run.late.select(F.lit("late").alias(OUT), *route_columns("late", late_cols))
+    none = F.lit(None).cast("string")
+    rejects = run.rejects.select(F.lit("rejects").alias(OUT), *route_columns("rejects", [
+        *element, ("reason", F.col("reason")), (_ORIGIN, F.lit("engine")), (_FILE, none),
+        (_ERROR, none)]))
+    stats = run.processed.select(F.lit("stats").alias(OUT),
+                                 *route_columns("stats", [("processed", F.col("processed"))]))
+    routed = (window_rows.unionByName(late, allowMissingColumns=True)
+              .unionByName(rejects, allowMissingColumns=True)
+              .unionByName(stats, allowMissingColumns=True)
+              .unionByName(_source_rejects(source_frame, run.element_columns),
+                           allowMissingColumns=True))
+    written = {"firings": [c for c, _ in firings], "late": [c for c, _ in late_cols
+                                                            if c not in _INTERNAL],
+               "rejects": [*run.element_columns, "reason"],
+               "side_outputs": [c for c, _ in side], "state": [c for c, _ in state],
+               "stats": ["processed"]}
+    return routed, written, _nullable_rejects(_schemas(routed, written))
+
+
+def _element_event_ms(frame: Any, timestamp: str) -> Any:
+    """Event time in ms of an element column (``None`` when its type has no such reading)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if timestamp not in frame.columns:
+        return None
+    dtype = frame.schema[timestamp].dataType
+    col = F.col(f"`{timestamp}`")
+    if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
+        return F.unix_millis(col.cast("timestamp"))
+    if isinstance(dtype, T.IntegralType):
+        return col.cast("long")
+    return None
 
 
 def stage_outputs(run: Any, run_id: str | None, source_frame: Any, timestamp: str,
@@ -196,8 +288,11 @@ def stage_outputs(run: Any, run_id: str | None, source_frame: Any, timestamp: st
     """Write every output of ``run`` (``uris``: output name -> staging location, ``state``
     included) in one Spark job and return their ``FrameInfo`` and figures."""
     from windowlib.engines.spark.errors import reraise
+    from windowlib.engines.spark.native_incremental import NativeIncrementalRun
 
-    routed, written, schemas = routed_run_frame(run, run_id, source_frame, timestamp)
+    native = isinstance(run, NativeIncrementalRun)
+    build = routed_native_frame if native else routed_run_frame
+    routed, written, schemas = build(run, run_id, source_frame, timestamp)
     late_by = (_BUCKET,) if f"late::{_BUCKET}" in routed.columns else ()
     specs = {
         "firings": OutputSpec(uris["firings"], tuple(written["firings"]), schemas["firings"],
@@ -208,8 +303,10 @@ def stage_outputs(run: Any, run_id: str | None, source_frame: Any, timestamp: st
                               count_by=(_ORIGIN, _FILE, _ERROR)),
         "side_outputs": OutputSpec(uris["side_outputs"], tuple(written["side_outputs"]),
                                    schemas["side_outputs"]),
+        # state entries: the general path's live entries per key; a native state row is one
+        # window (counted as one entry)
         "state": OutputSpec(uris["state"], tuple(written["state"]), schemas["state"],
-                            total="entries"),
+                            total=None if native else "entries"),
         "stats": OutputSpec(None, total="processed"),
     }
     try:
@@ -242,7 +339,7 @@ def _figures(done: RoutedWrite, schemas: dict[str, Any], histogram: bool,
             out.by_timing[group[0]] = out.by_timing.get(group[0], 0) + n
     out.side_outputs = done.rows("side_outputs")
     out.state_rows = done.rows("state")
-    out.state_entries = done.total("state")
+    out.state_entries = done.total("state") or out.state_rows
     if histogram:
         late = {g[0]: n for g, (n, _) in done.counts.get("late", {}).items()}
         out.lateness_histogram = [[name, late.get(name, 0)]

@@ -120,23 +120,33 @@ class NativeRun:
                 self.rejects.select(*element, F.col("reason")))
 
 
-def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
-               watermark: WatermarkStrategy | None = None, finalize: bool = False,
-               order_by: Sequence[str] | str | None = None, processing_time: Any = None,
-               arrival_interval: Any = None,
-               overrides: Mapping[Any, BundleOverride] | None = None,
-               seq_column: str | None = None,
-               bundle_stats: Mapping[Any, Any] | None = None,
-               footer_stats: bool = True) -> NativeRun:
-    """Plan the bundles and build the native frames (lazy; nothing is collected). The caller
-    (``engine.run_dataframe``) has checked ``planner.plan_path``. ``seq_column`` is the test
-    harness's element number inside a bundle.
+@dataclass
+class NativeInputs:
+    """What every native firing builder starts from (``prepare_native``): the kept (element,
+    window) rows and the plan (``parts``), the late and rejects frames, ``processed`` (one row
+    per kept element: its latest window), and what they were computed from."""
 
-    The bundle plan comes from ``bundle_stats`` when given (exact per-bundle figures in
-    ``__wl_arrival`` form, e.g. from an incremental run's input manifest: see
-    ``bundles.plan_bundles``), else from Parquet footers when ``df`` is a plain Parquet scan
-    and ``footer_stats`` is true (``bundle_stats.py``), else from one small aggregate job;
-    ``NativeRun.plan_source`` says which (and why not the footers)."""
+    parts: Parts
+    late: Any
+    rejects: Any
+    processed: Any
+    plan: BundlePlan
+    logic: Any
+    user_columns: list[str]
+    plan_source: str
+
+
+def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
+                   watermark: WatermarkStrategy | None = None, finalize: bool = False,
+                   order_by: Sequence[str] | str | None = None, processing_time: Any = None,
+                   arrival_interval: Any = None,
+                   overrides: Mapping[Any, BundleOverride] | None = None,
+                   seq_column: str | None = None,
+                   bundle_stats: Mapping[Any, Any] | None = None,
+                   footer_stats: bool = True, clock: Any = None) -> NativeInputs:
+    """Plan the bundles and build the row-level frames of the native path (lazy; nothing is
+    collected). ``clock`` (``state.RunClock``) continues an incremental run's time: the first
+    bundle meets its watermark. See ``run_native`` for the bundle-plan sources."""
     from pyspark.sql import functions as F
 
     logic = pipeline.compile()
@@ -152,10 +162,13 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
         plan_source = how if stats is not None else f"aggregate job ({how})"
     elif stats is None:
         plan_source = "aggregate job"
+    initial = {} if clock is None else {
+        "initial_watermark": clock.watermark, "initial_processing_time": clock.processing_time,
+        "initial_max_event_ts": clock.max_event_ts}
     plan = plan_bundles(prepared, kind=kind, key_columns=logic.key_columns, strategy=strategy,
                         max_future_skew_ms=logic.max_future_skew_ms, overrides=overrides,
                         processing_time=processing_time, arrival_interval=arrival_interval,
-                        stats=stats)
+                        stats=stats, **initial)
     types = {f.name: f.dataType for f in df.schema.fields}
     mode, fields = result_fields(pipeline, types, None)
     if mode != "typed":
@@ -198,7 +211,8 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
     late = accepted.filter(dropped_all).select(
         *[F.col(f"`{c}`") for c in user_columns], F.lit("too_late").alias("reason"),
         finite(F.col(WP)).alias("watermark"), B, SUB)
-    kept = accepted.filter(~dropped_all)
+    processed = accepted.filter(~dropped_all)     # a kept element: kept for its latest window
+    kept = processed
     if slide == size:
         kept = kept.withColumn(WS, last_start)
     else:
@@ -222,8 +236,35 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
                   P=P, W=W, W_before=w_before, size=size, lateness=lateness, finalize=finalize,
                   accumulating=logic.accumulation != "discarding",
                   retracting=logic.retracting)
-    trigger = logic.trigger
-    early, late_every = count_phases(trigger)
+    return NativeInputs(parts=parts, late=late, rejects=rejects, processed=processed,
+                        plan=plan, logic=logic, user_columns=user_columns,
+                        plan_source=plan_source)
+
+
+def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
+               watermark: WatermarkStrategy | None = None, finalize: bool = False,
+               order_by: Sequence[str] | str | None = None, processing_time: Any = None,
+               arrival_interval: Any = None,
+               overrides: Mapping[Any, BundleOverride] | None = None,
+               seq_column: str | None = None,
+               bundle_stats: Mapping[Any, Any] | None = None,
+               footer_stats: bool = True) -> NativeRun:
+    """Plan the bundles and build the native frames (lazy; nothing is collected). The caller
+    (``engine.run_dataframe``) has checked ``planner.plan_path``. ``seq_column`` is the test
+    harness's element number inside a bundle.
+
+    The bundle plan comes from ``bundle_stats`` when given (exact per-bundle figures in
+    ``__wl_arrival`` form, e.g. from an incremental run's input manifest: see
+    ``bundles.plan_bundles``), else from Parquet footers when ``df`` is a plain Parquet scan
+    and ``footer_stats`` is true (``bundle_stats.py``), else from one small aggregate job;
+    ``NativeRun.plan_source`` says which (and why not the footers)."""
+    inputs = prepare_native(pipeline, df, arrival, watermark=watermark, finalize=finalize,
+                            order_by=order_by, processing_time=processing_time,
+                            arrival_interval=arrival_interval, overrides=overrides,
+                            seq_column=seq_column, bundle_stats=bundle_stats,
+                            footer_stats=footer_stats)
+    parts, logic = inputs.parts, inputs.logic
+    early, late_every = count_phases(logic.trigger)
     if early is None and late_every is None:
         firings = default_firings(parts)
     else:
@@ -232,11 +273,11 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
         firings = count_firings(parts, early, late_every)
     if not logic.retracting:
         firings = firings.drop("retract")
-    return NativeRun(firings=firings, late=late, rejects=rejects, plan=plan,
-                     key_columns=logic.key_columns,
-                     result_columns=tuple(c.name for c in compiled),
-                     retracting=logic.retracting, element_columns=tuple(user_columns),
-                     plan_source=plan_source)
+    return NativeRun(firings=firings, late=inputs.late, rejects=inputs.rejects,
+                     plan=inputs.plan, key_columns=logic.key_columns,
+                     result_columns=tuple(c.name for c in parts.compiled),
+                     retracting=logic.retracting, element_columns=tuple(inputs.user_columns),
+                     plan_source=inputs.plan_source)
 
 
 def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:

@@ -67,6 +67,27 @@ def plan_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None, 
     return PathChoice("general" if reasons else "native", reasons)
 
 
+def incremental_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None
+                     ) -> PathChoice:
+    """The path of an incremental run (``runs.incremental``): native when ``plan_path``
+    accepts the pipeline AND its trigger is the default one (``EventTimeTrigger`` or
+    ``after_end_of_window()`` without early/late triggers or ``fire_empty_on_time``) AND it
+    has no ``collect_list`` (``native_incremental.py`` carries window state between runs)."""
+    choice = plan_path(pipeline, input_types)
+    reasons = list(choice.reasons)
+    trigger = pipeline.effective_trigger
+    if not reasons and (getattr(trigger, "early", None) is not None
+                        or getattr(trigger, "late", None) is not None
+                        or getattr(trigger, "fire_empty_on_time", False)):
+        reasons.append(f"incremental runs compile only the default trigger natively (the "
+                       f"trigger is {trigger!r})")
+    spec = pipeline.function
+    if not reasons and any(a.kind == "collect_list" for a in spec.fn.aggregates):
+        reasons.append("collect_list keeps arrival order across incremental runs on the "
+                       "general path only")
+    return PathChoice("general" if reasons else "native", reasons)
+
+
 def _pipeline_reasons(pipeline: Pipeline) -> list[str]:
     reasons: list[str] = []
     spec = pipeline.function
@@ -118,19 +139,27 @@ def native_trigger(trigger: Any) -> bool:
 
 
 def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
-    """Human-readable explanation of ``choice`` (what ``Pipeline.explain`` prints)."""
+    """Human-readable explanation of ``choice`` (what ``Pipeline.explain`` prints), with the
+    path incremental runs take."""
+    incremental = incremental_path(pipeline)
+    if incremental.path == "native":
+        runs = ("  incremental runs (run_incremental, the DAGs): native too, with the pane "
+                "state kept as one row per live window between runs")
+    else:
+        runs = ("  incremental runs (run_incremental, the DAGs): general path (the core's "
+                "per-key state between runs); why not native: " + "; ".join(incremental.reasons))
     if choice.path == "native":
-        return (f"pipeline {pipeline.name!r}: native path (Spark SQL only: one scan and one "
-                "groupBy(key, window) aggregate; late firings folded from each window's list "
-                "of late elements; no Python per row)\n  why: every part of the pipeline is "
-                "inside the native subset proven equal to the reference engine\n"
+        return (f"pipeline {pipeline.name!r}: native path (Spark SQL only, no Python per row: "
+                "a plain groupBy(key, window) aggregate for the on-time part, window functions "
+                "over the late rows alone, one join by window)\n  why: every part of the "
+                "pipeline is inside the native subset proven equal to the reference engine\n"
                 "  bundle plan: from Parquet footer statistics (no Spark job) when the input "
                 "is a plain Parquet scan with INT64 timestamp or integer event times, "
                 "statistics and non-null keys, and its files are readable where the driver "
                 "(or the Spark Connect client) runs; otherwise one small aggregate job "
                 "(groupBy(arrival).agg(count, max event time)), e.g. for other formats, "
                 "filters or computed columns, INT96 timestamps, or remote files over Spark "
-                "Connect")
+                f"Connect\n{runs}")
     return (f"pipeline {pipeline.name!r}: general path (the semantic core's KeyDriver per key "
             "inside mapInArrow over key-sorted partitions)\n  why not native: "
-            + "; ".join(choice.reasons))
+            + "; ".join(choice.reasons) + f"\n{runs}")

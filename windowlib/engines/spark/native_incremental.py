@@ -1,0 +1,354 @@
+"""Incremental runs on the native path: the default trigger over declarative aggregates with
+pane state carried between runs as ONE ROW PER LIVE WINDOW — Spark SQL only, no Python per
+row, no per-key snapshot to parse.
+
+Scope (``planner.incremental_path``): what the native path runs with the default trigger
+(``EventTimeTrigger`` or ``after_end_of_window()`` without early/late triggers), every
+accumulation mode, except ``collect_list`` (its arrival order would have to survive runs).
+
+State (``state_kind`` ``native-windows``, ``NATIVE_STATE_FORMAT``): per live window — key
+columns, ``__wl_window_start`` (ms), ``__wl_on_time_count`` (on-time elements so far),
+``__wl_on_time_fired`` (the ON_TIME pane fired), ``__wl_panes`` (firings so far = the next
+pane index), the accumulator columns ``__wl_acc{i}_{name}`` (accumulating: every kept element
+so far; discarding: the elements since the last firing, null when none), and in retracting
+mode the last firing's ``__wl_last_timing`` and results ``__wl_last_{name}``.
+``__wl_format_version``. A window leaves the state when the watermark reaches its cleanup
+time (``max_timestamp + allowed_lateness``).
+
+Why a run equals the reference engine continuing from its snapshot (see ``native.py`` for one
+run): time only moves forward, so everything a window saw in earlier runs arrived before this
+run's elements — the saved accumulator is the "on-time" side of every combination (``combine``
+keeps first/last ties on the earlier side), and
+
+- this run's elements meet ``W_{b-1}`` with ``W_{-1}`` = the saved watermark: on-time iff
+  ``W_{b-1} < max``; the window's ON_TIME pane fires in this run iff it has not fired before,
+  has on-time elements (saved or new) and this run's watermark reaches ``max`` (pane index =
+  saved firings, 0 with this trigger);
+- each kept late element fires at once: pane = saved firings + (ON_TIME in this run) + its
+  rank among this run's late elements of the window (window functions over the late rows
+  alone); accumulating: saved + on-time + late so far; discarding: the element alone;
+  retractions repeat the previous firing — this run's, or the saved last firing;
+- the new state: saved + this run's elements (accumulating), or what arrived since the last
+  firing (discarding: nothing after a firing); firings, flags and last results updated.
+
+Shape: ``groupBy(key, window)`` of this run's kept rows (fixed-width accumulators) full-outer
+joined with the saved windows; left-joined with this run's late rows (window functions); each
+window row yields its ON_TIME firing and its state row, each late row its firing (and
+retraction). The caller writes firings, state, late, rejects and the processed count in one
+routed job (``runs/run_outputs.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from windowlib.core.errors import StateError
+from windowlib.engines.spark.bundles import TS
+from windowlib.engines.spark.general import PHASE_TIMERS_WM
+from windowlib.engines.spark.native import NativeInputs, prepare_native
+from windowlib.engines.spark.native_parts import (
+    BSTAR,
+    MX,
+    ON_N,
+    OT_P,
+    OT_W,
+    PB,
+    SUB,
+    WP,
+    WS,
+    B,
+    J,
+    Parts,
+    finite,
+    nullable,
+    plus_saturating,
+)
+
+STATE_KIND = "native-windows"
+NATIVE_STATE_FORMAT = 1
+ROLE, FIRING, STATE = "__wl_role", "__wl_firing", "__wl_state"
+FIRES, KEEPS = "__wl_fires", "__wl_keeps"
+ON_TIME_MARK, RETRACTION, LATE_FIRING = 0, 1, 2
+IN_S, IN_M, OT, K = "__wl_in_s", "__wl_in_m", "__wl_ot", "__wl_k"
+# persisted state columns (besides the keys and accumulators)
+S_WS, S_ON_N, S_FIRED = "__wl_window_start", "__wl_on_time_count", "__wl_on_time_fired"
+S_PANES, S_LAST_TIMING, S_FORMAT = "__wl_panes", "__wl_last_timing", "__wl_format_version"
+
+
+@dataclass
+class NativeIncrementalRun:
+    """The frames of one native incremental run (lazy).
+
+    ``windows``: one row per window and per late firing or retraction that has an output:
+    ``__wl_fires`` (a firing row in the struct ``__wl_firing``, public firing columns) and/or
+    ``__wl_keeps`` (a state row in the struct ``__wl_state``);
+    ``late``/``rejects`` as in ``NativeRun``; ``processed``: one row per kept element."""
+
+    windows: Any
+    firing_columns: tuple[str, ...]
+    state_columns: tuple[str, ...]
+    late: Any
+    rejects: Any
+    processed: Any
+    plan: Any
+    key_columns: tuple[str, ...]
+    result_columns: tuple[str, ...]
+    retracting: bool
+    element_columns: tuple[str, ...]
+
+
+def acc_column(i: int, name: str) -> str:
+    return f"__wl_acc{i}_{name}"
+
+
+def last_column(name: str) -> str:
+    return f"__wl_last_{name}"
+
+
+def check_native_state(state: Any, key_columns: Sequence[str], key_types: dict[str, Any],
+                       acc_types: dict[str, Any]) -> None:
+    """Raise ``StateError`` unless ``state`` has the native state schema for these keys and
+    accumulators (only the schema is read)."""
+    fields = {f.name: f.dataType for f in state.schema.fields}
+    needed = [*key_columns, S_WS, S_ON_N, S_FIRED, S_PANES, S_FORMAT, *acc_types]
+    missing = [c for c in needed if c not in fields]
+    if missing:
+        raise StateError(f"the native window state lacks columns {missing}; restore an intact "
+                         "checkpoint version or rebuild (backfill --rebuild)",
+                         code="CHECKPOINT_CORRUPT")
+    for c in key_columns:
+        if fields[c] != key_types[c]:
+            raise StateError(
+                f"key column {c!r} is {fields[c].simpleString()} in the saved state but "
+                f"{key_types[c].simpleString()} in the input; the input schema changed: start "
+                "a new state generation (backfill --rebuild) or cast the column",
+                code="STATE_SCHEMA_MISMATCH")
+
+
+def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: Any = None,
+                           order_by: Sequence[str] | str | None = None,
+                           processing_time: Any = None, state: Any = None,
+                           clock: Any = None) -> NativeIncrementalRun:
+    """One incremental run over ``df`` (this run's new rows) continuing from ``state`` (the
+    previous run's window state, or ``None``) and ``clock`` (``state.RunClock``)."""
+    from pyspark.sql import functions as F
+
+    inputs = prepare_native(pipeline, df, arrival, watermark=watermark, order_by=order_by,
+                            processing_time=processing_time, footer_stats=False, clock=clock)
+    parts, logic = inputs.parts, inputs.logic
+    windows, firing_columns, state_columns = _windows(parts, inputs, state, df)
+    return NativeIncrementalRun(
+        windows=windows, firing_columns=firing_columns, state_columns=state_columns,
+        late=inputs.late, rejects=inputs.rejects,
+        processed=inputs.processed.select(F.lit(1).cast("long").alias("processed")),
+        plan=inputs.plan, key_columns=logic.key_columns,
+        result_columns=tuple(c.name for c in parts.compiled), retracting=logic.retracting,
+        element_columns=tuple(inputs.user_columns))
+
+
+def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
+             ) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    compiled, kept = parts.compiled, parts.kept
+    key_cols = list(inputs.logic.key_columns)
+    n = len(parts.P)
+    on = F.col(WP) < F.col(MX)
+
+    # --- this run's windows, full-outer joined with the saved ones ---------------------------
+    agg_exprs, run_accs = parts.accumulators("__wl_a", mask=on)
+    main = kept.groupBy(*parts.group).agg(F.count(F.when(on, F.lit(1))).alias(ON_N),
+                                          *agg_exprs).withColumn(IN_M, F.lit(True))
+    # nullable throughout: the saved state comes back from Parquet with nullable elements
+    acc_types = {acc_column(i, name): nullable(main.schema[f"__wl_a{i}_{name}"].dataType)
+                 for i, acc in enumerate(run_accs) for name in acc}
+    result_types = {c.name: c.dtype for c in compiled}
+    saved = _saved_columns(state, parts, key_cols, acc_types, result_types, df)
+    # shuffled hash join (the saved windows build the table): a sort-merge join would sort both
+    w0 = main.join(saved.hint("shuffle_hash"), on=parts.key_names, how="full")
+    in_s = F.coalesce(F.col(IN_S), F.lit(False))
+    in_m = F.coalesce(F.col(IN_M), F.lit(False))
+    saved_accs = [{name: F.col(f"__wl_p{i}_{name}") for name in acc}
+                  for i, acc in enumerate(run_accs)]
+    totals = []     # the on-time side of every combination: saved + this run's on-time part
+    for i, (c, s_acc, m_acc) in enumerate(zip(compiled, saved_accs, run_accs)):
+        merged = c.combine(s_acc, m_acc)
+        for name in m_acc:
+            w0 = w0.withColumn(f"__wl_t{i}_{name}", F.when(~in_s, m_acc[name])
+                               .when(~in_m, s_acc[name]).otherwise(merged[name])
+                               .cast(acc_types[acc_column(i, name)]))
+        totals.append({name: F.col(f"__wl_t{i}_{name}") for name in m_acc})
+    w0 = parts.with_on_time_clocks(w0)
+    on_total = F.coalesce(F.col(S_ON_N), F.lit(0)) + F.coalesce(F.col(ON_N), F.lit(0))
+    fired_s = F.coalesce(F.col(S_FIRED), F.lit(False))
+    panes_s = F.coalesce(F.col(S_PANES), F.lit(0)).cast("long")
+    ot = (~fired_s) & (on_total > F.lit(0)) & (F.col(BSTAR) < F.lit(n))
+    w0 = w0.withColumn(OT, ot)
+    ot = F.col(OT)
+    ot01 = F.when(ot, F.lit(1)).otherwise(F.lit(0))
+
+    # --- this run's late rows: arrival order, running accumulators, roles ---------------------
+    by_window = Window.partitionBy(*parts.group)
+    by_arrival = by_window.orderBy(F.col(B), *parts.order, F.col(SUB))
+    late_cols = [F.row_number().over(by_arrival).alias(J),
+                 F.count(F.lit(1)).over(by_window).alias(K)]
+    if parts.accumulating:
+        run_exprs, running = parts.accumulators(
+            "__wl_r", window=by_arrival.rowsBetween(Window.unboundedPreceding,
+                                                    Window.currentRow))
+        all_exprs, late_all = parts.accumulators("__wl_k", window=by_window)
+        late_cols += [*run_exprs, *all_exprs]
+        if parts.retracting:
+            prev_exprs, prev_running = parts.accumulators(
+                "__wl_q", window=by_arrival.rowsBetween(Window.unboundedPreceding, -1))
+            late_cols += prev_exprs
+    else:
+        values = {c.column: F.col(f"`{c.column}`") for c in compiled if c.column is not None}
+        single = [c.element(values, F.col(TS), parts.ctx.order_struct(with_ts=False))
+                  for c in compiled]
+        names = [[f"__wl_r{i}_{name}" for name in acc] for i, acc in enumerate(single)]
+        late_cols += [col.alias(name) for acc, ns in zip(single, names)
+                      for col, name in zip(acc.values(), ns)]
+        running = [{name: F.col(x) for name, x in zip(acc, ns)}
+                   for acc, ns in zip(single, names)]
+    roles = [ON_TIME_MARK, *([RETRACTION] if parts.retracting else []), LATE_FIRING]
+    first = F.array(*[F.lit(r) for r in roles])
+    rest = F.array(*[F.lit(r) for r in roles[1:]])
+    late = (kept.filter(~on)
+            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB),
+                    *late_cols)
+            .withColumn(ROLE, F.explode(F.when(F.col(J) == F.lit(1), first).otherwise(rest))))
+
+    # --- one row per window and per late element -------------------------------------------
+    rows = w0.join(late.hint("shuffle_hash"), on=parts.key_names, how="left")
+    role = F.col(ROLE)
+    window_row = role.isNull() | (role == F.lit(ON_TIME_MARK))
+    j = F.col(J) - F.lit(1)
+    k0 = F.coalesce(F.col(K), F.lit(0)).cast("long")
+
+    def results(accs: list[dict]) -> list:
+        return [c.result(a) for c, a in zip(compiled, accs)]
+
+    def combined(base: list[dict], other: list[dict]) -> list[dict]:
+        return [c.combine(b, o) for c, b, o in zip(compiled, base, other)]
+
+    on_results = results(totals)
+    now = combined(totals, running) if parts.accumulating else running
+    # firing values, per kind (entry_names order: see Parts._values)
+    on_values = parts._values(
+        panes_s, F.lit("ON_TIME"), F.lit(parts.lateness == 0), F.lit(False),
+        finite(F.col(OT_W)), finite(F.col(OT_P)), on_results, F.col(BSTAR),
+        F.lit(PHASE_TIMERS_WM), F.lit(0), F.col(WS) + F.lit(parts.size - 1), F.lit(1))
+    late_values = parts.element_values(panes_s + ot01 + j, F.lit("LATE"), F.lit(False),
+                                       results(now), rorder=1)
+    choices = [(window_row, on_values)]
+    fires = F.when(window_row, ot)     # whether the row's firing (or retraction) is output
+    if parts.retracting:
+        previous = [{name: F.when(j == F.lit(0), t[name]).otherwise(acc[name]) for name in t}
+                    for t, acc in zip(totals, combined(totals, prev_running))]
+        prev_results = [F.when((j == F.lit(0)) & ~ot, F.col(last_column(c.name)))
+                        .otherwise(r) for c, r in zip(compiled, results(previous))]
+        prev_timing = (F.when(j > F.lit(0), F.lit("LATE")).when(ot, F.lit("ON_TIME"))
+                       .otherwise(F.col(S_LAST_TIMING)))
+        ret_values = parts.element_values(panes_s + ot01 + j - F.lit(1), prev_timing,
+                                          F.lit(True), prev_results, rorder=0)
+        is_ret = role == F.lit(RETRACTION)
+        choices.append((is_ret, ret_values))
+        fires = fires.when(is_ret, (j > F.lit(0)) | ot | (panes_s > F.lit(0)))
+    fires = fires.otherwise(F.lit(True))
+    keeps = window_row & _alive(parts)
+
+    def pick(k: int) -> Any:
+        out = None
+        for cond, vals in choices:
+            out = F.when(cond, vals[k]) if out is None else out.when(cond, vals[k])
+        return out.otherwise(late_values[k])
+
+    entry = {name: pick(k) for k, name in enumerate(parts.entry_names())}
+    firing = [*[F.col(f"`{c}`") for c in key_cols],
+              F.timestamp_millis(F.col(WS)).alias("window_start"),
+              F.timestamp_millis(F.col(WS) + F.lit(parts.size)).alias("window_end"),
+              entry["pane_index"].alias("pane_index"), entry["timing"].alias("timing"),
+              entry["is_final"].alias("is_final")]
+    if parts.retracting:
+        firing.append(entry["retract"].alias("retract"))
+    firing += [F.timestamp_millis(entry["watermark"]).alias("watermark"),
+               F.timestamp_millis(entry["processing_time"]).alias("processing_time")]
+    firing += [entry[c.name].alias(c.name) for c in compiled]
+
+    # state values: the window after this run
+    any_late = k0 > F.lit(0)
+    after = (combined(totals, late_all) if parts.accumulating else None)
+    state_cols = [*[F.col(f"`{c}`") for c in key_cols], F.col(WS).alias(S_WS),
+                  on_total.cast("long").alias(S_ON_N), (fired_s | ot).alias(S_FIRED),
+                  (panes_s + ot01 + k0).alias(S_PANES)]
+    for i, t in enumerate(totals):
+        for name in t:
+            if parts.accumulating:
+                value = F.when(any_late, after[i][name]).otherwise(t[name])
+            else:     # every firing purges the pane
+                value = F.when(ot | any_late, F.lit(None)).otherwise(t[name])
+            state_cols.append(value.cast(acc_types[acc_column(i, name)])
+                              .alias(acc_column(i, name)))
+    if parts.retracting:
+        state_cols.append(F.when(any_late, F.lit("LATE")).when(ot, F.lit("ON_TIME"))
+                          .otherwise(F.col(S_LAST_TIMING)).alias(S_LAST_TIMING))
+        for c, last_after, on_r in zip(compiled, results(after), on_results):
+            state_cols.append(F.when(any_late, last_after).when(ot, on_r)
+                              .otherwise(F.col(last_column(c.name))).cast(c.dtype)
+                              .alias(last_column(c.name)))
+    state_cols.append(F.lit(NATIVE_STATE_FORMAT).alias(S_FORMAT))
+
+    out = rows.select(fires.alias(FIRES), keeps.alias(KEEPS),
+                      F.when(fires, F.struct(*firing)).alias(FIRING),
+                      F.when(keeps, F.struct(*state_cols)).alias(STATE)).filter(
+        F.col(FIRES) | F.col(KEEPS))
+    firing_names = tuple(out.schema[FIRING].dataType.names)
+    state_names = tuple(out.schema[STATE].dataType.names)
+    return out, firing_names, state_names
+
+
+def _alive(parts: Parts) -> Any:
+    """The window outlives this run: its cleanup time (``max_timestamp + allowed_lateness``,
+    saturating) lies beyond the run's last watermark."""
+    from pyspark.sql import functions as F
+
+    last = parts.W[-1] if parts.W else parts.W_before[0]
+    cleanup = plus_saturating(F.col(WS) + F.lit(parts.size - 1), parts.lateness)
+    return cleanup > F.lit(last)
+
+
+def _saved_columns(state: Any, parts: Parts, key_cols: list[str], acc_types: dict[str, Any],
+                   result_types: dict[str, Any], df: Any) -> Any:
+    """The saved windows renamed for the join (``__wl_p`` accumulators, presence flag), or an
+    empty frame of that shape for the first run."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    if state is not None:
+        check_native_state(state, key_cols, types, acc_types)
+    fields = [*[T.StructField(c, types[c], True) for c in key_cols],
+              T.StructField(S_WS, T.LongType(), True), T.StructField(S_ON_N, T.LongType(), True),
+              T.StructField(S_FIRED, T.BooleanType(), True),
+              T.StructField(S_PANES, T.LongType(), True),
+              *[T.StructField(n, t, True) for n, t in acc_types.items()]]
+    if parts.retracting:
+        fields += [T.StructField(S_LAST_TIMING, T.StringType(), True),
+                   *[T.StructField(last_column(n), t, True) for n, t in result_types.items()]]
+    if state is None:
+        spark = df.sparkSession
+        state = spark.createDataFrame([], T.StructType(fields))
+    cols = [*[F.col(f"`{c}`") for c in key_cols], F.col(S_WS).alias(WS),
+            F.col(S_ON_N), F.col(S_FIRED), F.col(S_PANES)]
+    for name, dtype in acc_types.items():
+        i, _, acc = name[len("__wl_acc"):].partition("_")
+        cols.append(F.col(name).cast(dtype).alias(f"__wl_p{i}_{acc}"))
+    if parts.retracting:
+        cols += [F.col(S_LAST_TIMING),
+                 *[F.col(last_column(n)).cast(t).alias(last_column(n))
+                   for n, t in result_types.items()]]
+    return state.select(*cols, F.lit(True).alias(IN_S))
