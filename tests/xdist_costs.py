@@ -51,9 +51,10 @@ COST_S: dict[str, float] = {
     "tests/spark/test_incremental_concurrency.py": 160,
     "tests/airflow/test_dag_connect.py": 150,
     "tests/airflow/test_dag_runs_s3.py": 120,
-    "tests/airflow/test_dag_spark_submit.py": 160,    # two spark-submit applications
+    "tests/airflow/test_dag_spark_submit.py": 90,     # one spark-submit application
     "tests/docs/test_docs_examples.py": 105,
     "tests/spark/test_incremental.py": 100,
+    "tests/spark/test_incremental_native.py": 110,
     "tests/state/test_state_objectstore.py": 80,
     "tests/unit/test_snapshot_restore.py": 70,
     "tests/state/test_state_s3config.py": 50,
@@ -67,6 +68,7 @@ SPLIT: frozenset[str] = frozenset({
     "tests/spark/test_frames.py", "tests/spark/test_crash_safety.py",
     "tests/spark/test_transcripts_spark.py", "tests/spark/test_general_differential.py",
     "tests/spark/test_native_path.py", "tests/spark/test_state_frames.py",
+    "tests/spark/test_incremental_native.py",
 })
 # Modules split by test function (a function's parametrizations stay together).
 SPLIT_FUNCTIONS: frozenset[str] = frozenset({"tests/spark/test_incremental_splits.py"})
