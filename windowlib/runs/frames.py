@@ -424,51 +424,71 @@ def escape_partition_value(value: Any) -> str:
     return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in text)
 
 
+class PartFiles:
+    """The Parquet part files one Spark task writes (inside the task): under each directory,
+    ``part-{task:05d}-{token}-{seq:03d}.parquet`` — unique per write, deterministic per task, so
+    a retried attempt overwrites its own files — rolled over at ``max_rows`` rows. ``close``
+    returns one ``{"key", "path", "rows", "bytes"}`` per file written (``key``: the caller's
+    name for the directory's stream)."""
+
+    def __init__(self, fs: TaskFilesystem, task: int, token: str, max_rows: int) -> None:
+        self.fs, self.task, self.token, self.max_rows = fs, task, token, max_rows
+        self._filesystem: Any = None
+        self._open: dict[str, list[Any]] = {}   # key -> [stream, writer, rows, seq, path]
+        self._done: list[dict[str, Any]] = []
+
+    def write(self, key: str, directory: str, batch: Any) -> None:
+        import pyarrow.parquet as pq
+
+        if self._filesystem is None:
+            self._filesystem = self.fs.open()
+        while batch.num_rows:
+            state = self._open.get(key)
+            if state is None or state[1] is None:
+                seq = 0 if state is None else state[3] + 1
+                if self.fs.scheme == "file":     # S3 has no directories to create
+                    self._filesystem.create_dir(directory, recursive=True)
+                path = f"{directory}/part-{self.task:05d}-{self.token}-{seq:03d}.parquet"
+                stream = self._filesystem.open_output_stream(path)
+                state = [stream, pq.ParquetWriter(stream, batch.schema), 0, seq, path]
+                self._open[key] = state
+            room = self.max_rows - state[2]
+            state[1].write_batch(batch.slice(0, room))
+            state[2] += min(room, batch.num_rows)
+            batch = batch.slice(room)
+            if state[2] >= self.max_rows:     # a file never holds more than max_rows
+                self._close(key, state)
+
+    def _close(self, key: str, state: list[Any]) -> None:
+        stream, writer, rows, _, path = state
+        writer.close()
+        size = stream.tell()
+        stream.close()
+        state[1] = None
+        self._done.append({"key": key, "path": path, "rows": rows, "bytes": size})
+
+    def close(self) -> list[dict[str, Any]]:
+        for key, state in self._open.items():
+            if state[1] is not None:
+                self._close(key, state)
+        return self._done
+
+
 def _make_writer(fs: TaskFilesystem, base: str, token: str, max_rows: int,
                  parts: tuple[str, ...], data_cols: list[str]) -> Any:
     def write(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
-        filesystem = fs.open()
-        open_files: dict[str, list[Any]] = {}   # directory -> [stream, writer, rows, seq, path]
-        done: list[dict[str, Any]] = []
-
-        def close(state: list[Any]) -> None:
-            stream, writer, rows, _, path = state
-            writer.close()
-            size = stream.tell()
-            stream.close()
-            done.append({"path": path, "rows": rows, "bytes": size, "task": task})
-
-        def emit(directory: str, batch: Any) -> None:
-            while batch.num_rows:
-                state = open_files.get(directory)
-                if state is None or state[1] is None:
-                    seq = 0 if state is None else state[3] + 1
-                    if fs.scheme == "file":     # S3 has no directories to create
-                        filesystem.create_dir(directory, recursive=True)
-                    path = f"{directory}/part-{task:05d}-{token}-{seq:03d}.parquet"
-                    stream = filesystem.open_output_stream(path)
-                    state = [stream, pq.ParquetWriter(stream, batch.schema), 0, seq, path]
-                    open_files[directory] = state
-                room = max_rows - state[2]
-                state[1].write_batch(batch.slice(0, room))
-                state[2] += min(room, batch.num_rows)
-                batch = batch.slice(room)
-                if state[2] >= max_rows:     # a file never holds more than max_rows
-                    close(state)
-                    state[1] = None
-
+        files = PartFiles(fs, task, token, max_rows)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             if not parts:
-                emit(base, batch)
+                files.write(base, base, batch)
                 continue
             table = pa.Table.from_batches([batch])
             keys = table.select(list(parts)).group_by(list(parts)).aggregate([]).to_pylist()
@@ -483,10 +503,9 @@ def _make_writer(fs: TaskFilesystem, base: str, token: str, max_rows: int,
                 sub_dir = "/".join([base] + [f"{c}={escape_partition_value(key[c])}"
                                              for c in parts])
                 for rb in sub.to_batches():
-                    emit(sub_dir, rb)
-        for state in open_files.values():
-            if state[1] is not None:
-                close(state)
+                    files.write(sub_dir, sub_dir, rb)
+        done = [{"path": f["path"], "rows": f["rows"], "bytes": f["bytes"], "task": task}
+                for f in files.close()]
         yield pa.RecordBatch.from_pylist(done, schema=pa.schema([
             ("path", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64()),
             ("task", pa.int32())]))

@@ -39,6 +39,7 @@ from windowlib.runs.frames import (
     _TOKEN,
     FrameFile,
     FrameInfo,
+    PartFiles,
     TaskFilesystem,
     _uri_of,
     list_objects,
@@ -201,47 +202,14 @@ def _make_routed_writer(fs: TaskFilesystem,
     def write(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
         from pyspark import TaskContext
 
         from windowlib.core.errors import ExecutionError
 
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
-        filesystem = None
-        open_files: dict[str, list[Any]] = {}   # output -> [stream, writer, rows, seq, path]
-        done: list[dict[str, Any]] = []
+        files = PartFiles(fs, task, token, max_rows)
         counts: dict[tuple[str, str], list[int]] = {}
-
-        def close(name: str, state: list[Any]) -> None:
-            stream, writer, rows, _, path = state
-            writer.close()
-            size = stream.tell()
-            stream.close()
-            done.append({"output": name, "path": path, "rows": rows, "bytes": size,
-                         "task": task, "grp": None, "total": None})
-
-        def emit(name: str, directory: str, batch: Any) -> None:
-            nonlocal filesystem
-            if filesystem is None:
-                filesystem = fs.open()
-            while batch.num_rows:
-                state = open_files.get(name)
-                if state is None or state[1] is None:
-                    seq = 0 if state is None else state[3] + 1
-                    if fs.scheme == "file":     # S3 has no directories to create
-                        filesystem.create_dir(directory, recursive=True)
-                    path = f"{directory}/part-{task:05d}-{token}-{seq:03d}.parquet"
-                    stream = filesystem.open_output_stream(path)
-                    state = [stream, pq.ParquetWriter(stream, batch.schema), 0, seq, path]
-                    open_files[name] = state
-                room = max_rows - state[2]
-                state[1].write_batch(batch.slice(0, room))
-                state[2] += min(room, batch.num_rows)
-                batch = batch.slice(room)
-                if state[2] >= max_rows:     # a file never holds more than max_rows
-                    close(name, state)
-                    state[1] = None
 
         def count(name: str, table: Any, by: list[str], total: str | None) -> None:
             if not by:
@@ -278,10 +246,10 @@ def _make_routed_writer(fs: TaskFilesystem,
                         out = sub.select([r for r, _ in cols]).rename_columns(
                             [c for _, c in cols])
                         for rb in out.combine_chunks().to_batches():
-                            emit(name, base, rb)
-        for name, state in open_files.items():
-            if state[1] is not None:
-                close(name, state)
+                            files.write(name, base, rb)
+        done = [{"output": f["key"], "path": f["path"], "rows": f["rows"],
+                 "bytes": f["bytes"], "task": task, "grp": None, "total": None}
+                for f in files.close()]
         for (name, grp), (n, t) in counts.items():
             done.append({"output": name, "path": None, "rows": n, "bytes": 0, "task": task,
                          "grp": grp, "total": t})

@@ -34,19 +34,78 @@ late branch and the join on top of the plain aggregate.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.native_parts import MX, ON_N, PB, SUB, WP, WS, B, J, Parts
 
-ROLE = "__wl_role"
+ROLE, K = "__wl_role", "__wl_k"
 ON_TIME_MARK, RETRACTION, LATE_FIRING = 0, 1, 2
+
+
+@dataclass
+class LateBranch:
+    """This run's kept late rows (one per output role: ``__wl_role``) with their rank
+    ``__wl_j`` (1-based, arrival order within the window) and accumulator columns:
+    ``running`` (through this row; discarding: the row alone), ``previous`` (the rows before
+    it; retracting mode only), ``totals`` (every late row of the window, with their count
+    ``__wl_k``; only when asked for)."""
+
+    rows: Any
+    running: list[dict]
+    previous: list[dict] | None = None
+    totals: list[dict] | None = None
+
+
+def late_branch(parts: Parts, totals: bool = False) -> LateBranch:
+    """The late rows of ``parts`` (``WP >= MX``), ranked by a window function in arrival order
+    — a sort of those rows alone — and expanded into their output roles: the window's
+    ON_TIME marker (first late row only), the retraction of the previous firing (retracting
+    mode) and the row's LATE firing."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    compiled = parts.compiled
+    by_window = Window.partitionBy(*parts.group)
+    by_arrival = by_window.orderBy(F.col(B), *parts.order, F.col(SUB))
+    cols = [F.row_number().over(by_arrival).alias(J)]
+    previous = late_totals = None
+    if totals:
+        cols.append(F.count(F.lit(1)).over(by_window).alias(K))
+    if parts.accumulating:
+        run_exprs, running = parts.accumulators(
+            "__wl_r", window=by_arrival.rowsBetween(Window.unboundedPreceding,
+                                                    Window.currentRow))
+        cols += run_exprs
+        if totals:
+            total_exprs, late_totals = parts.accumulators("__wl_k", window=by_window)
+            cols += total_exprs
+        if parts.retracting:     # the previous firing's late part: the rows before this one
+            prev_exprs, previous = parts.accumulators(
+                "__wl_q", window=by_arrival.rowsBetween(Window.unboundedPreceding, -1))
+            cols += prev_exprs
+    else:     # discarding: a LATE firing holds its element alone
+        values = {c.column: F.col(f"`{c.column}`") for c in compiled if c.column is not None}
+        single = [c.element(values, F.col(TS), parts.ctx.order_struct(with_ts=False))
+                  for c in compiled]
+        names = [[f"__wl_r{i}_{name}" for name in acc] for i, acc in enumerate(single)]
+        cols += [col.alias(name) for acc, ns in zip(single, names)
+                 for col, name in zip(acc.values(), ns)]
+        running = [{name: F.col(n) for name, n in zip(acc, ns)}
+                   for acc, ns in zip(single, names)]
+    roles = [ON_TIME_MARK, *([RETRACTION] if parts.retracting else []), LATE_FIRING]
+    first = F.array(*[F.lit(r) for r in roles])
+    rest = F.array(*[F.lit(r) for r in roles[1:]])
+    rows = (parts.kept.filter(F.col(WP) >= F.col(MX))
+            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB), *cols)
+            .withColumn(ROLE, F.explode(F.when(F.col(J) == F.lit(1), first).otherwise(rest))))
+    return LateBranch(rows, running, previous, late_totals)
 
 
 def default_firings(parts: Parts) -> Any:
     """The default trigger's firings (and retractions) of the windows in ``parts``; see the
     module docstring."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     compiled, kept = parts.compiled, parts.kept
@@ -55,34 +114,8 @@ def default_firings(parts: Parts) -> Any:
     main = parts.with_on_time_clocks(kept.groupBy(*parts.group).agg(
         F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs))
 
-    # --- the late rows: arrival order, running accumulators, output roles -----------------
-    by_arrival = Window.partitionBy(*parts.group).orderBy(F.col(B), *parts.order, F.col(SUB))
-    late_cols = [F.row_number().over(by_arrival).alias(J)]
-    if parts.accumulating:
-        run_exprs, run_accs = parts.accumulators(
-            "__wl_r", window=by_arrival.rowsBetween(Window.unboundedPreceding,
-                                                    Window.currentRow))
-        late_cols += run_exprs
-        if parts.retracting:     # the previous firing's late part: the rows before this one
-            prev_exprs, prev_accs = parts.accumulators(
-                "__wl_q", window=by_arrival.rowsBetween(Window.unboundedPreceding, -1))
-            late_cols += prev_exprs
-    else:     # discarding: a LATE firing holds its element alone
-        values = {c.column: F.col(f"`{c.column}`") for c in compiled if c.column is not None}
-        single = [c.element(values, F.col(TS), parts.ctx.order_struct(with_ts=False))
-                  for c in compiled]
-        single_names = [[f"__wl_r{i}_{name}" for name in acc] for i, acc in enumerate(single)]
-        late_cols += [col.alias(name) for acc, names in zip(single, single_names)
-                      for col, name in zip(acc.values(), names)]
-        run_accs = [{name: F.col(n) for name, n in zip(acc, names)}
-                    for acc, names in zip(single, single_names)]
-    roles = [ON_TIME_MARK, *([RETRACTION] if parts.retracting else []), LATE_FIRING]
-    first = F.array(*[F.lit(r) for r in roles])
-    rest = F.array(*[F.lit(r) for r in roles[1:]])
-    late = (kept.filter(~on)
-            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB),
-                    *late_cols)
-            .withColumn(ROLE, F.explode(F.when(F.col(J) == F.lit(1), first).otherwise(rest))))
+    branch = late_branch(parts)
+    late, run_accs, prev_accs = branch.rows, branch.running, branch.previous
 
     # --- one row per firing ------------------------------------------------------------------
     rows = main.join(late.hint("shuffle_hash"), on=[*parts.key_names], how="left")

@@ -45,33 +45,36 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import StateError
-from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.general import PHASE_TIMERS_WM
 from windowlib.engines.spark.native import NativeInputs, prepare_native
+from windowlib.engines.spark.native_default import (
+    ON_TIME_MARK,
+    RETRACTION,
+    ROLE,
+    K,
+    late_branch,
+)
 from windowlib.engines.spark.native_parts import (
     BSTAR,
     MX,
     ON_N,
     OT_P,
     OT_W,
-    PB,
-    SUB,
     WP,
     WS,
-    B,
     J,
     Parts,
     finite,
     nullable,
     plus_saturating,
 )
+from windowlib.engines.spark.state import check_key_types
 
 STATE_KIND = "native-windows"
 NATIVE_STATE_FORMAT = 1
-ROLE, FIRING, STATE = "__wl_role", "__wl_firing", "__wl_state"
+FIRING, STATE = "__wl_firing", "__wl_state"
 FIRES, KEEPS = "__wl_fires", "__wl_keeps"
-ON_TIME_MARK, RETRACTION, LATE_FIRING = 0, 1, 2
-IN_S, IN_M, OT, K = "__wl_in_s", "__wl_in_m", "__wl_ot", "__wl_k"
+IN_S, IN_M, OT = "__wl_in_s", "__wl_in_m", "__wl_ot"
 # persisted state columns (besides the keys and accumulators)
 S_WS, S_ON_N, S_FIRED = "__wl_window_start", "__wl_on_time_count", "__wl_on_time_fired"
 S_PANES, S_LAST_TIMING, S_FORMAT = "__wl_panes", "__wl_last_timing", "__wl_format_version"
@@ -118,13 +121,7 @@ def check_native_state(state: Any, key_columns: Sequence[str], key_types: dict[s
         raise StateError(f"the native window state lacks columns {missing}; restore an intact "
                          "checkpoint version or rebuild (backfill --rebuild)",
                          code="CHECKPOINT_CORRUPT")
-    for c in key_columns:
-        if fields[c] != key_types[c]:
-            raise StateError(
-                f"key column {c!r} is {fields[c].simpleString()} in the saved state but "
-                f"{key_types[c].simpleString()} in the input; the input schema changed: start "
-                "a new state generation (backfill --rebuild) or cast the column",
-                code="STATE_SCHEMA_MISMATCH")
+    check_key_types(fields, key_columns, key_types)
 
 
 def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: Any = None,
@@ -150,7 +147,6 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
 
 def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
              ) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     compiled, kept = parts.compiled, parts.kept
@@ -191,36 +187,9 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
     ot01 = F.when(ot, F.lit(1)).otherwise(F.lit(0))
 
     # --- this run's late rows: arrival order, running accumulators, roles ---------------------
-    by_window = Window.partitionBy(*parts.group)
-    by_arrival = by_window.orderBy(F.col(B), *parts.order, F.col(SUB))
-    late_cols = [F.row_number().over(by_arrival).alias(J),
-                 F.count(F.lit(1)).over(by_window).alias(K)]
-    if parts.accumulating:
-        run_exprs, running = parts.accumulators(
-            "__wl_r", window=by_arrival.rowsBetween(Window.unboundedPreceding,
-                                                    Window.currentRow))
-        all_exprs, late_all = parts.accumulators("__wl_k", window=by_window)
-        late_cols += [*run_exprs, *all_exprs]
-        if parts.retracting:
-            prev_exprs, prev_running = parts.accumulators(
-                "__wl_q", window=by_arrival.rowsBetween(Window.unboundedPreceding, -1))
-            late_cols += prev_exprs
-    else:
-        values = {c.column: F.col(f"`{c.column}`") for c in compiled if c.column is not None}
-        single = [c.element(values, F.col(TS), parts.ctx.order_struct(with_ts=False))
-                  for c in compiled]
-        names = [[f"__wl_r{i}_{name}" for name in acc] for i, acc in enumerate(single)]
-        late_cols += [col.alias(name) for acc, ns in zip(single, names)
-                      for col, name in zip(acc.values(), ns)]
-        running = [{name: F.col(x) for name, x in zip(acc, ns)}
-                   for acc, ns in zip(single, names)]
-    roles = [ON_TIME_MARK, *([RETRACTION] if parts.retracting else []), LATE_FIRING]
-    first = F.array(*[F.lit(r) for r in roles])
-    rest = F.array(*[F.lit(r) for r in roles[1:]])
-    late = (kept.filter(~on)
-            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB),
-                    *late_cols)
-            .withColumn(ROLE, F.explode(F.when(F.col(J) == F.lit(1), first).otherwise(rest))))
+    branch = late_branch(parts, totals=True)
+    late, running = branch.rows, branch.running
+    prev_running, late_all = branch.previous, branch.totals
 
     # --- one row per window and per late element -------------------------------------------
     rows = w0.join(late.hint("shuffle_hash"), on=parts.key_names, how="left")

@@ -83,16 +83,23 @@ def check_state_frame(state: Any, key_columns: Sequence[str], key_types: dict[st
         raise StateError(f"the pane state frame lacks columns {missing} (state format "
                          f"{STATE_FORMAT_VERSION} has the key columns and "
                          f"{', '.join(STATE_COLUMNS)})", code="CHECKPOINT_CORRUPT")
-    for c in key_columns:
-        if fields[c] != key_types[c]:
-            raise StateError(
-                f"key column {c!r} is {fields[c].simpleString()} in the saved state but "
-                f"{key_types[c].simpleString()} in the input; the input schema changed: start "
-                "a new state generation (backfill --rebuild) or cast the column",
-                code="STATE_SCHEMA_MISMATCH")
+    check_key_types(fields, key_columns, key_types)
     if not isinstance(fields["state"], T.StringType):
         raise StateError("the pane state column 'state' is not a string",
                          code="CHECKPOINT_CORRUPT")
+
+
+def check_key_types(saved: dict[str, Any], key_columns: Sequence[str],
+                    key_types: dict[str, Any]) -> None:
+    """Raise ``StateError(STATE_SCHEMA_MISMATCH)`` unless every key column has the same type
+    in the saved state (``saved``: name -> DataType) as in the input (``key_types``)."""
+    for c in key_columns:
+        if saved[c] != key_types[c]:
+            raise StateError(
+                f"key column {c!r} is {saved[c].simpleString()} in the saved state but "
+                f"{key_types[c].simpleString()} in the input; the input schema changed: start "
+                "a new state generation (backfill --rebuild) or cast the column",
+                code="STATE_SCHEMA_MISMATCH")
 
 
 def empty_state(spark: Any, key_fields: Sequence[Any]) -> Any:
