@@ -244,3 +244,16 @@ def test_pipeline_run_and_explain_delegate_to_the_spark_engine(spark):
     rows = sorted((r["key"], r["count"]) for r in result.firings.collect())
     assert rows == [("a", 1), ("a", 2)]
     assert "native path" in p.explain()
+
+
+def test_local_sessions_are_utc_and_skip_per_call_site_capture(spark):
+    # the shared fixture's session is one get_or_create_session() made; an active session is
+    # returned as is (a notebook or spark-submit keeps its configuration)
+    from pyspark.errors.utils import is_debugging_enabled
+
+    from windowlib.engines.spark.session import get_or_create_session
+
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    assert is_debugging_enabled() is False      # PySpark's cached view of the setting
+    assert get_or_create_session() is spark
