@@ -297,6 +297,25 @@ def do_report(name: str, root: str) -> str:
 _PARTITION_RE = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}", "YYYY-MM-DD": r"\d{4}-\d{2}-\d{2}"}
 
 
+def gc_task(pipeline: str, context: Any) -> dict[str, Any]:
+    """The ``windowlib_maintenance`` task of one pipeline: ``gc_job`` under the Params' root
+    and grace period; returns what was removed (small JSON)."""
+    from windowlib.core.errors import DefinitionError, InputError
+    from windowlib.runs.operations import gc_job
+
+    params = context["params"]
+    try:
+        job = get_job(pipeline)
+        root = resolve_root(params)
+        done = gc_job(job, root, grace_hours=params.get("grace_hours", 6))
+    except (DefinitionError, InputError) as exc:
+        raise AirflowFailException(str(exc)) from exc
+    log.info("gc %s: %d staging(s), %d snapshot(s), %d generation(s), %d object(s) removed",
+             job.name, len(done["removed_stagings"]), len(done["pruned_snapshots"]),
+             len(done["removed_generations"]), done["removed_objects"])
+    return done
+
+
 def backfill_task(context: Any) -> dict[str, Any]:
     """The ``windowlib_backfill`` task: validate the Params, call ``backfill_job``.
 
@@ -462,6 +481,10 @@ def _spark_submit_task(name: str, conn_id: str) -> Any:
     return SparkSubmitOperator(
         task_id="run", conn_id=conn_id, application=str(REPO / "jobs" / "run_pipeline.py"),
         name=f"windowlib-{name}",
+        # UTC as windowlib reads and writes timestamps; no per-call Python call-site capture
+        # (thousands of JVM round trips while planning a run; docs/operations.md)
+        conf={"spark.sql.session.timeZone": "UTC",
+              "spark.python.sql.dataFrameDebugging.enabled": "false"},
         application_args=["--pipeline", name, "--root", "{{ " + pull + "['root'] }}",
                           "--first", "{{ " + pull + "['partitions'][0] }}",
                           "--last", "{{ " + pull + "['partitions'][1] }}",

@@ -38,6 +38,8 @@ __all__ = ["PipelineJob", "SourceSpec", "default_root", "get", "registry", "vali
 
 REPO = Path(__file__).resolve().parent.parent
 _NAME = re.compile(r"[a-z0-9_]+")
+# job names become DAG ids ``windowlib_<name>``: these would collide with the shared DAGs
+RESERVED_NAMES = frozenset({"backfill", "maintenance"})
 _SEGMENT = re.compile(r"[A-Za-z0-9_.=-]+")
 _CRON_FIELD = re.compile(r"[0-9*/,\-]+")
 _FORMATS = ("parquet", "csv", "json")
@@ -149,6 +151,7 @@ class PipelineJob:
     description: str = ""
     tags: tuple[str, ...] = ()
     owner: str = "windowlib"
+    retain_versions: int = 3
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -157,6 +160,10 @@ class PipelineJob:
         if not isinstance(self.pipeline, Pipeline):
             raise DefinitionError(f"job {self.name!r}: pipeline must be a windowlib Pipeline",
                                   code="ARGUMENT_INVALID")
+        if self.name in RESERVED_NAMES:
+            raise DefinitionError(f"job name {self.name!r} is reserved (the DAG "
+                                  f"windowlib_{self.name} exists); choose another",
+                                  code="NAME_INVALID")
         if self.pipeline.name != self.name:
             raise DefinitionError(f"job {self.name!r} wraps pipeline {self.pipeline.name!r}; "
                                   "the names must be equal", code="NAME_INVALID")
@@ -186,6 +193,11 @@ class PipelineJob:
         if self.result_schema is not None and (not isinstance(self.result_schema, str)
                                                or not self.result_schema.strip()):
             raise DefinitionError(f"job {self.name!r}: result_schema must be a DDL string",
+                                  code="ARGUMENT_INVALID")
+        if isinstance(self.retain_versions, bool) or not isinstance(self.retain_versions, int) \
+                or self.retain_versions < 1:
+            raise DefinitionError(f"job {self.name!r}: retain_versions must be an int >= 1 "
+                                  "(how many recent versions keep their state snapshots)",
                                   code="ARGUMENT_INVALID")
         object.__setattr__(self, "tags", tuple(self.tags))
 

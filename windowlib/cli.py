@@ -1,4 +1,4 @@
-"""``windowlib`` command line: ``run``, ``status``, ``backfill``, ``validate``, ``report``.
+"""``windowlib`` command line: ``run``, ``status``, ``backfill``, ``validate``, ``report``, ``gc``.
 
 Pipelines are looked up in the registry (``jobs.registry``, or the module named by
 ``WINDOWLIB_REGISTRY``); locations derive from ``--root`` (default: the registry's
@@ -61,6 +61,16 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="write the HTML run report")
     common(report)
     report.add_argument("--out", help="output HTML path (default: under the root)")
+
+    gc = sub.add_parser("gc", help="remove uncommitted leftovers and state snapshots beyond "
+                        "retention from the checkpoint")
+    common(gc)
+    gc.add_argument("--grace-hours", type=float, default=None,
+                    help="keep uncommitted stagings younger than this (default 6: a run in "
+                    "progress, or staged and awaiting its audit)")
+    gc.add_argument("--retain", type=int, default=None,
+                    help="versions that keep their state snapshots (default: the job's "
+                    "retain_versions)")
     return parser
 
 
@@ -85,6 +95,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _report(args, job, root)
     if args.command == "validate":
         return _validate(args, job, root)
+    if args.command == "gc":
+        grace = ops.GC_GRACE_HOURS if args.grace_hours is None else args.grace_hours
+        return _gc(args, ops.gc_job(job, root, grace_hours=grace, retain_versions=args.retain))
     with _progress(args) as say:
         if args.command == "run":
             parts = (args.first, args.last) if args.first or args.last else None
@@ -159,6 +172,17 @@ def _emit(args: argparse.Namespace, data: dict[str, Any]) -> int:
         for run in data["runs"]:
             runs.add_row(*(str(v) for v in run.values()))
         console.print(runs)
+    return 0
+
+
+def _gc(args: argparse.Namespace, done: dict[str, Any]) -> int:
+    if args.json:
+        print(json.dumps(done, indent=2))
+        return 0
+    print(f"{done['pipeline']}: removed {len(done['removed_stagings'])} uncommitted staging(s), "
+          f"{len(done['pruned_snapshots'])} state snapshot(s) beyond the newest "
+          f"{done['retain_versions']} version(s), {len(done['removed_generations'])} old "
+          f"generation(s); {done['removed_objects']} object(s) deleted")
     return 0
 
 

@@ -63,7 +63,8 @@ def test_dagbag_has_no_import_errors_and_one_dag_per_pipeline():
 
     bag = DagBag(dag_folder=str(DAGS))
     assert bag.import_errors == {}
-    expected = {f"windowlib_{name}" for name in _registry()} | {"windowlib_backfill"}
+    expected = {f"windowlib_{name}" for name in _registry()} | {"windowlib_backfill",
+                                                                 "windowlib_maintenance"}
     assert set(bag.dag_ids) == expected
     assert "_windowlib_factory.py" in (DAGS / ".airflowignore").read_text()
 
@@ -124,6 +125,26 @@ def test_backfill_params_accept_every_registered_pipeline(backfill_module):
     assert params.validate()["mode"] == "rebuild"
 
 
+def test_maintenance_dag_is_daily_and_maps_gc_over_every_pipeline():
+    import importlib
+
+    from airflow.sdk import CronTriggerTimetable
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    dag = importlib.import_module("windowlib_maintenance").dag
+    assert isinstance(dag.timetable, CronTriggerTimetable)
+    assert dag.timetable.expression == "30 3 * * *" and dag.timetable.run_immediately is False
+    assert not dag.catchup
+    assert dag.max_active_runs == 1
+    gc = dag.get_task("gc")
+    assert gc.op_kwargs_expand_input.value["pipeline"] == sorted(_registry())
+    params = copy.deepcopy(dag.params)
+    assert params.validate()["grace_hours"] == 6
+    for key, value in (("grace_hours", -1), ("root", "http://x"), ("root", "file://a b")):
+        with pytest.raises(ParamValidationError):
+            copy.deepcopy(dag.params)[key] = value
+
+
 def test_run_key_is_safe_and_stable():
     from _windowlib_factory import run_key
 
@@ -155,7 +176,7 @@ import json, windowlib_pipelines as m
 d = m.windowlib_clickstream_demo
 run = d.get_task("run")
 print(json.dumps({"ids": d.task_ids, "type": type(run).__name__, "conn": run._conn_id,
-                  "app": run.application, "args": run.application_args}))
+                  "app": run.application, "args": run.application_args, "conf": run.conf}))
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           env=subprocess_env(WINDOWLIB_SPARK_CONN_ID="spark_local"),
@@ -167,6 +188,8 @@ print(json.dumps({"ids": d.task_ids, "type": type(run).__name__, "conn": run._co
     assert info["type"] == "SparkSubmitOperator" and info["conn"] == "spark_local"
     assert info["app"] == str(REPO / "jobs" / "run_pipeline.py")
     assert info["args"][:2] == ["--pipeline", "clickstream_demo"] and "--first" in info["args"]
+    assert info["conf"]["spark.sql.session.timeZone"] == "UTC"
+    assert info["conf"]["spark.python.sql.dataFrameDebugging.enabled"] == "false"
 
 
 def test_spark_remote_is_spark_remote_else_the_spark_connect_connection(monkeypatch):

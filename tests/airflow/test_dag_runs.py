@@ -106,6 +106,34 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
     assert last["validation"]["success"] is True and last["firings_by_timing"]["LATE"] == n_late
     assert datetime.fromisoformat(last["finished_at"].replace("Z", "+00:00")).year >= 2026
 
+    # the daily maintenance DAG: a crashed run's staging (idle beyond the grace period) goes,
+    # everything committed stays; one mapped gc task per registered pipeline
+    import importlib
+    import time
+
+    from windowlib.runs.incremental import open_checkpoint
+    from windowlib.state.objectstore import open_store
+
+    checkpoint, _ = job.locations(root)
+    crashed = open_checkpoint(job.pipeline, checkpoint).begin("crashed")
+    open_store(crashed.uri("state"), None).write_bytes("part-0.parquet", b"partial")
+    old = time.time() - 7 * 3600
+    for path in (lake / "_windowlib").rglob("*"):
+        if crashed.key.split("/")[-1] in str(path) and path.is_file():
+            os.utime(path, (old, old))
+    n_firings = read_firings(status["output"]).count()
+    maintenance = importlib.import_module("windowlib_maintenance").dag
+    at = datetime(2024, 3, 2, 3, 30, tzinfo=UTC)
+    dr = maintenance.test(logical_date=at, run_after=at, run_conf={"root": root})
+    tis = dr.get_task_instances()
+    assert str(dr.state) == "success" and {str(ti.state) for ti in tis} == {"success"}
+    from jobs.registry import registry
+
+    assert len(tis) == len(registry())
+    assert not list(open_store(crashed.uri("state"), None).list())
+    assert job_status(job, root)["version"] == 3
+    assert read_firings(status["output"]).count() == n_firings
+
 
 def test_failed_audit_blocks_publishing_and_names_the_expectation(airflow_db, tmp_path,
                                                                   monkeypatch, capfd):

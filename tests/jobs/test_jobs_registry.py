@@ -89,6 +89,10 @@ def test_source_paths_stay_inside_the_root(path):
 @pytest.mark.parametrize("changes, code", [
     ({"name": "Bad-Name"}, "NAME_INVALID"),
     ({"name": "other"}, "NAME_INVALID"),                 # differs from the pipeline's name
+    ({"name": "backfill", "pipeline": _pipeline("backfill")}, "NAME_INVALID"),   # DAG ids
+    ({"name": "maintenance", "pipeline": _pipeline("maintenance")}, "NAME_INVALID"),
+    ({"retain_versions": 0}, "ARGUMENT_INVALID"),
+    ({"retain_versions": True}, "ARGUMENT_INVALID"),
     ({"schedule": "@hourly"}, "ARGUMENT_INVALID"),
     ({"schedule": "0 * * *"}, "ARGUMENT_INVALID"),
     ({"lookback": -1}, "ARGUMENT_INVALID"),

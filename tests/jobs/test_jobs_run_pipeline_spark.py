@@ -80,3 +80,62 @@ def test_a_failed_audit_exits_1_naming_the_expectation_for_run_and_rebuild(
         assert "the audit failed, nothing was published" in err and "clicks" in err, err
         assert hint in err, err
         assert job_status(get_job("clickstream_demo"), root)["version"] is None
+
+
+def test_gc_command_applies_retention_and_removes_only_stale_leftovers(spark, tmp_path, capsys):
+    """``windowlib gc`` after real runs: old state snapshots go (beyond ``--retain``), a crashed
+    run's staging older than the grace period goes, a fresh one (a run in progress) stays;
+    readers and the next run see everything as before."""
+    import os
+    import time
+
+    from jobs.synthetic import DATA_PATH, write_synthetic
+    from windowlib import cli
+    from windowlib.runs.incremental import open_checkpoint
+    from windowlib.runs.operations import get_job
+    from windowlib.runs.outputs import read_firings
+    from windowlib.state.objectstore import open_store
+
+    write_synthetic(tmp_path / DATA_PATH, hours=4, events_per_hour=30, keys=3)
+    root = tmp_path.as_uri()
+    hours = [f"2024-03-01T{h:02d}" for h in range(4)]
+    for hour in hours[:3]:
+        assert cli.main(["run", "--pipeline", "clickstream_demo", "--root", root, "--first",
+                         hour, "--last", hour, "--no-validate", "--json"]) == 0
+    capsys.readouterr()
+    job = get_job("clickstream_demo")
+    checkpoint, output = job.locations(root)
+    cs = open_checkpoint(job.pipeline, checkpoint)
+    commits = list(reversed(cs.history()))
+    assert [c.version for c in commits] == [1, 2, 3]
+    firings_before = read_firings(output).count()
+    stale, fresh = cs.begin("crashed"), cs.begin("in-progress")   # both for version 4
+    for staging in (stale, fresh):
+        open_store(staging.uri("state"), None).write_bytes("part-0.parquet", b"partial")
+    seven_hours_ago = time.time() - 7 * 3600
+    for path in (tmp_path / "_windowlib").rglob("*"):
+        if stale.key.split("/")[-1] in str(path) and path.is_file():
+            os.utime(path, (seven_hours_ago, seven_hours_ago))
+
+    assert cli.main(["gc", "--pipeline", "clickstream_demo", "--root", root, "--retain", "2",
+                     "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["removed_stagings"] == [stale.key]
+    assert done["pruned_snapshots"] == [commits[0].record["prefixes"]["state"]]
+    assert done["removed_objects"] > 0 and done["retain_versions"] == 2
+    assert list(open_store(fresh.uri("state"), None).list())            # the live run's files
+    assert not list(open_store(stale.uri("state"), None).list())
+    assert list(open_store(commits[1].uri("state"), None).list())      # within retention
+    assert read_firings(output).count() == firings_before              # readers see the same
+    assert cli.main(["gc", "--pipeline", "clickstream_demo", "--root", root, "--retain", "2",
+                     "--json"]) == 0                                    # idempotent
+    again = json.loads(capsys.readouterr().out)
+    assert again["removed_stagings"] == again["pruned_snapshots"] == []
+
+    assert cli.main(["run", "--pipeline", "clickstream_demo", "--root", root, "--first",
+                     hours[3], "--last", hours[3], "--no-validate", "--json"]) == 0
+    latest = json.loads(capsys.readouterr().out)
+    assert latest["status"] == "published" and latest["version"] == 4
+    assert cli.main(["gc", "--pipeline", "clickstream_demo", "--root", root,
+                     "--grace-hours", "-1"]) == 2
+    assert "[ARGUMENT_INVALID]" in capsys.readouterr().err

@@ -1,9 +1,10 @@
-"""Operations on registered jobs: run, status, backfill (what the CLI and the DAGs call).
+"""Operations on registered jobs: run, status, backfill, gc (what the CLI and the DAGs call).
 
 A *job* is any object with the attributes of ``jobs.registry.PipelineJob`` (``name``,
 ``pipeline``, ``watermark``, ``result_schema``, ``expectations``, ``source_for(root)``,
-``locations(root)``). The registry module is ``jobs.registry`` unless ``WINDOWLIB_REGISTRY``
-names another module exposing ``get(name)`` and ``registry()``.
+``locations(root)``; ``retain_versions`` is optional, default 3). The registry module is
+``jobs.registry`` unless ``WINDOWLIB_REGISTRY`` names another module exposing ``get(name)``
+and ``registry()``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from windowlib.core.errors import DefinitionError, StateError
+from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.runs.incremental import Progress, open_checkpoint, run_incremental
 from windowlib.runs.summary import RunSummary, iso_ms
 
@@ -148,6 +149,37 @@ def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
             "state_rows": stats.get("state_rows"), "state_bytes": stats.get("state_bytes"),
             "files_consumed_total": len(cs.manifest(head)), "checkpoint": checkpoint,
             "output": output, "runs": runs}
+
+
+GC_GRACE_HOURS = 6.0
+
+
+def gc_job(job: Any, root: str, *, grace_hours: float = GC_GRACE_HOURS,
+           retain_versions: int | None = None) -> dict[str, Any]:
+    """Checkpoint housekeeping of a registered job (``state.gc.collect`` on its main line):
+    removes staging prefixes no commit names once their version is taken or they have been
+    idle for ``grace_hours`` (a crashed run), the state snapshots of versions older than the
+    newest ``retain_versions`` (default: the job's), and superseded or abandoned rebuild
+    generations. Never touches a commit record, published outputs, or a run younger than the
+    grace period. Its cost grows with the checkpoint's history (it lists it): run it on a
+    schedule (the ``windowlib_maintenance`` DAG, ``windowlib gc``), not in every run."""
+    if isinstance(grace_hours, bool) or not isinstance(grace_hours, int | float) \
+            or grace_hours < 0:
+        raise InputError(f"grace_hours must be a number >= 0, got {grace_hours!r}",
+                         code="ARGUMENT_INVALID")
+    keep = getattr(job, "retain_versions", 3) if retain_versions is None else retain_versions
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise InputError(f"retain_versions must be an int >= 1, got {keep!r}",
+                         code="ARGUMENT_INVALID")
+    checkpoint, _ = job.locations(root)
+    cs = open_checkpoint(job.pipeline, checkpoint, retain_versions=keep)
+    report = cs.gc(grace_seconds=float(grace_hours) * 3600.0)
+    return {"pipeline": job.name, "checkpoint": checkpoint, "retain_versions": keep,
+            "grace_hours": float(grace_hours),
+            "removed_stagings": list(report.removed_stagings),
+            "pruned_snapshots": list(report.pruned),
+            "removed_generations": list(report.removed_generations),
+            "removed_objects": report.removed_objects}
 
 
 def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str, Any]]:
