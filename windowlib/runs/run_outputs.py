@@ -132,14 +132,21 @@ def _columns(run: Any, run_id: str | None, timestamp: str) -> dict[str, list[tup
 def _event_ms(run: Any, timestamp: str) -> Any:
     """Event time in ms of a late element (``None`` when its type has no such reading)."""
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     from windowlib.engines.spark.columns import ELEMENT
 
     if timestamp not in run.element_columns:
         return None
-    dtype = run.tagged.schema[ELEMENT].dataType[timestamp].dataType
-    col = F.col(f"{ELEMENT}.`{timestamp}`")
+    return _ms_column(F.col(f"{ELEMENT}.`{timestamp}`"),
+                      run.tagged.schema[ELEMENT].dataType[timestamp].dataType)
+
+
+def _ms_column(col: Any, dtype: Any) -> Any:
+    """``col`` (of Spark type ``dtype``) as epoch ms: timestamps and integers (already ms);
+    ``None`` for any other type."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
     if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
         return F.unix_millis(col.cast("timestamp"))
     if isinstance(dtype, T.IntegralType):
@@ -269,17 +276,10 @@ def routed_native_frame(run: Any, run_id: str | None, source_frame: Any, timesta
 def _element_event_ms(frame: Any, timestamp: str) -> Any:
     """Event time in ms of an element column (``None`` when its type has no such reading)."""
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     if timestamp not in frame.columns:
         return None
-    dtype = frame.schema[timestamp].dataType
-    col = F.col(f"`{timestamp}`")
-    if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
-        return F.unix_millis(col.cast("timestamp"))
-    if isinstance(dtype, T.IntegralType):
-        return col.cast("long")
-    return None
+    return _ms_column(F.col(f"`{timestamp}`"), frame.schema[timestamp].dataType)
 
 
 def stage_outputs(run: Any, run_id: str | None, source_frame: Any, timestamp: str,
