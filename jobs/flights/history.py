@@ -30,13 +30,12 @@ from typing import Any
 import numpy as np
 
 from jobs import _fs
+from jobs.flights.layout import DATA_PATH, PARTITION
 from windowlib.core.errors import DefinitionError, InputError
 
 __all__ = ["DATA_PATH", "BuildInfo", "build_history", "flight_records", "land_corrections",
            "remove_corrections"]
 
-DATA_PATH = "data/flights"
-PARTITION = "arrival_hour"
 MARKER = "_flights.json"
 FORMAT_VERSION = 1
 ORIGIN_TZ = "America/New_York"

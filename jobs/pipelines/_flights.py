@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import windowlib as wl
-from jobs.flights.history import DATA_PATH, PARTITION
+from jobs.flights.layout import DATA_PATH, PARTITION
 from jobs.registry import SourceSpec
 
 FLIGHTS_SOURCE = SourceSpec(DATA_PATH, partition=PARTITION, format="parquet", order_by=("seq",))

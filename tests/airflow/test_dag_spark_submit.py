@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, subprocess_env
+from wl_airflow_env import REPO, subprocess_env
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 

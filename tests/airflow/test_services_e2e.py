@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import HERE, REPO
+from wl_airflow_env import HERE, REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.airflow, pytest.mark.slow]
 sys.path.insert(0, str(REPO / "infra"))

@@ -1,0 +1,45 @@
+"""The Airflow tests' environment, set when this module is first imported (before Airflow is):
+one temporary ``AIRFLOW_HOME`` per test session, the repo's ``dags/`` as DAGS_FOLDER,
+``WINDOWLIB_ROOT`` at a temporary lake. A plain module (not ``conftest``) so that test modules
+can import ``REPO``/``DAGS``/``subprocess_env`` whatever other conftest files are loaded."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DAGS = REPO / "dags"
+HERE = Path(__file__).resolve().parent
+HOME = Path(tempfile.mkdtemp(prefix="wl-airflow-home-"))
+atexit.register(shutil.rmtree, HOME, True)
+
+AIRFLOW_ENV = {
+    "AIRFLOW_HOME": str(HOME),
+    "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+    "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+    "WINDOWLIB_ROOT": (HOME / "lake").as_uri(),
+    "WINDOWLIB_RETRY_DELAY_SECONDS": "1",
+    "PYSPARK_PYTHON": sys.executable,
+    "PYSPARK_DRIVER_PYTHON": sys.executable,
+    "SPARK_LOCAL_IP": "127.0.0.1",
+}
+os.environ.update(AIRFLOW_ENV)
+for _name in ("SPARK_REMOTE", "WINDOWLIB_SPARK_CONN_ID", "WINDOWLIB_REGISTRY"):
+    os.environ.pop(_name, None)
+for _path in (str(DAGS), str(HERE)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, **AIRFLOW_ENV, **extra}
+    env["PYTHONPATH"] = os.pathsep.join([str(DAGS), str(HERE), str(REPO),
+                                         env.get("PYTHONPATH", "")])
+    return env
