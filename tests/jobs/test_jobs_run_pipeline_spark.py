@@ -136,6 +136,7 @@ def test_gc_command_applies_retention_and_removes_only_stale_leftovers(spark, tm
                      hours[3], "--last", hours[3], "--no-validate", "--json"]) == 0
     latest = json.loads(capsys.readouterr().out)
     assert latest["status"] == "published" and latest["version"] == 4
-    assert cli.main(["gc", "--pipeline", "clickstream_demo", "--root", root,
-                     "--grace-hours", "-1"]) == 2
-    assert "[ARGUMENT_INVALID]" in capsys.readouterr().err
+    for bad in (["--grace-hours", "-1"], ["--grace-hours", "nan"], ["--retain", "0"]):
+        assert cli.main(["gc", "--pipeline", "clickstream_demo", "--root", root, *bad]) == 2
+        err = capsys.readouterr().err
+        assert "[ARGUMENT_INVALID]" in err and "Traceback" not in err

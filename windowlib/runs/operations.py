@@ -10,6 +10,7 @@ and ``registry()``.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -164,8 +165,8 @@ def gc_job(job: Any, root: str, *, grace_hours: float = GC_GRACE_HOURS,
     grace period. Its cost grows with the checkpoint's history (it lists it): run it on a
     schedule (the ``windowlib_maintenance`` DAG, ``windowlib gc``), not in every run."""
     if isinstance(grace_hours, bool) or not isinstance(grace_hours, int | float) \
-            or grace_hours < 0:
-        raise InputError(f"grace_hours must be a number >= 0, got {grace_hours!r}",
+            or not math.isfinite(grace_hours) or grace_hours < 0:
+        raise InputError(f"grace_hours must be a finite number >= 0, got {grace_hours!r}",
                          code="ARGUMENT_INVALID")
     keep = getattr(job, "retain_versions", 3) if retain_versions is None else retain_versions
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
