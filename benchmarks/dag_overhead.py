@@ -86,7 +86,8 @@ def _env(**extra: str) -> dict[str, str]:
     env.update({"PYSPARK_PYTHON": PY, "PYSPARK_DRIVER_PYTHON": PY,
                 "SPARK_LOCAL_IP": "127.0.0.1",
                 "PYTHONPATH": os.pathsep.join([str(DAGS), str(REPO)]),
-                "AIRFLOW__CORE__LOAD_EXAMPLES": "False"})
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp"})
     for name in ("SPARK_REMOTE", "WINDOWLIB_SPARK_CONN_ID", "WINDOWLIB_SPARK_CONNECT_CONN_ID",
                  "WINDOWLIB_REGISTRY"):
         env.pop(name, None)

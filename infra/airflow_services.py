@@ -102,6 +102,7 @@ def airflow_env(home: Path, port: int = 8080, root: str | None = None,
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str((dags or REPO / "dags").resolve()),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__AUTH_MANAGER":

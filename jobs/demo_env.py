@@ -126,6 +126,7 @@ def airflow_env(ws: Workspace, start_date: str) -> dict[str, str]:
     env = {
         "AIRFLOW_HOME": str(ws.airflow_home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",

@@ -21,6 +21,7 @@ atexit.register(shutil.rmtree, HOME, True)
 AIRFLOW_ENV = {
     "AIRFLOW_HOME": str(HOME),
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp",
     "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
     "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
     "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
