@@ -105,6 +105,7 @@ def _columns(run: Any, run_id: str | None, timestamp: str) -> dict[str, list[tup
 
     keys = [(c, F.col(f"`{c}`")) for c in run.key_columns]
     element = [(c, F.col(f"{ELEMENT}.`{c}`")) for c in run.element_columns]
+    element_types = {f.name: f.dataType for f in run.tagged.schema[ELEMENT].dataType.fields}
     firings = [*keys, ("window_start", ts("window_start")), ("window_end", ts("window_end")),
                ("pane_index", F.col("pane_index")), ("timing", F.col("timing")),
                ("is_final", F.col("is_final"))]
@@ -113,13 +114,8 @@ def _columns(run: Any, run_id: str | None, timestamp: str) -> dict[str, list[tup
     firings += [("watermark", ts("watermark")), ("processing_time", ts("processing_time")),
                 ("run_id", F.lit(run_id).cast("string"))]
     firings += [(c, F.col(f"`{c}`")) for c in run.result_columns]
-    late = [*element, ("reason", F.col(REASON)), ("watermark", ts("watermark"))]
-    event = _event_ms(run, timestamp)
-    if event is not None:
-        late.append((_BUCKET, lateness_label((F.col("watermark") - event) / F.lit(3_600_000))))
-    none = F.lit(None).cast("string")
-    rejects = [*element, ("reason", F.col(REASON)), (_ORIGIN, F.lit("engine")),
-               (_FILE, none), (_ERROR, none)]
+    late = _late_columns(element, element_types, timestamp, F.col(REASON))
+    rejects = _engine_reject_columns(element, F.col(REASON))
     side = [*keys, ("tag", F.col(REASON)), ("value_json", F.col(VALUE)),
             ("watermark", ts("watermark")), ("processing_time", ts("processing_time"))]
     state = [*keys, ("state", F.col(STATE)), ("next_event_timer", F.col(NEXT_ET)),
@@ -129,16 +125,30 @@ def _columns(run: Any, run_id: str | None, timestamp: str) -> dict[str, list[tup
             "state": state, "stats": [("processed", F.col(SIZE))]}
 
 
-def _event_ms(run: Any, timestamp: str) -> Any:
-    """Event time in ms of a late element (``None`` when its type has no such reading)."""
+def _late_columns(element: list[tuple[str, Any]], types: dict[str, Any], timestamp: str,
+                  reason: Any) -> list[tuple[str, Any]]:
+    """The late output's columns: the element, its reason, the watermark it missed (a ms
+    column ``watermark`` of the frame) and, when the event time has a ms reading, the
+    internal lateness bucket of the run report's histogram."""
     from pyspark.sql import functions as F
 
-    from windowlib.engines.spark.columns import ELEMENT
+    cols = [*element, ("reason", reason), ("watermark", F.timestamp_millis(F.col("watermark")))]
+    columns = dict(element)
+    event = (_ms_column(columns[timestamp], types[timestamp])
+             if timestamp in columns and timestamp in types else None)
+    if event is not None:
+        cols.append((_BUCKET, lateness_label((F.col("watermark") - event) / F.lit(3_600_000))))
+    return cols
 
-    if timestamp not in run.element_columns:
-        return None
-    return _ms_column(F.col(f"{ELEMENT}.`{timestamp}`"),
-                      run.tagged.schema[ELEMENT].dataType[timestamp].dataType)
+
+def _engine_reject_columns(element: list[tuple[str, Any]], reason: Any
+                           ) -> list[tuple[str, Any]]:
+    """The rejects' columns for rows the engine refused (no file, no read error)."""
+    from pyspark.sql import functions as F
+
+    none = F.lit(None).cast("string")
+    return [*element, ("reason", reason), (_ORIGIN, F.lit("engine")), (_FILE, none),
+            (_ERROR, none)]
 
 
 def _ms_column(col: Any, dtype: Any) -> Any:
@@ -247,17 +257,12 @@ def routed_native_frame(run: Any, run_id: str | None, source_frame: Any, timesta
                                  *route_columns("state", state),
                                  *route_columns("side_outputs", side))
     element = [(c, F.col(f"`{c}`")) for c in run.element_columns]
-    late_cols = [*element, ("reason", F.col("reason")),
-                 ("watermark", F.timestamp_millis(F.col("watermark")))]
-    event = _element_event_ms(run.late, timestamp)
-    if event is not None:
-        late_cols.append((_BUCKET, lateness_label((F.col("watermark") - event)
-                                                  / F.lit(3_600_000))))
+    late_cols = _late_columns(element, {f.name: f.dataType for f in run.late.schema.fields},
+                              timestamp, F.col("reason"))
     late = run.late.select(F.lit("late").alias(OUT), *route_columns("late", late_cols))
-    none = F.lit(None).cast("string")
-    rejects = run.rejects.select(F.lit("rejects").alias(OUT), *route_columns("rejects", [
-        *element, ("reason", F.col("reason")), (_ORIGIN, F.lit("engine")), (_FILE, none),
-        (_ERROR, none)]))
+    reject_cols = _engine_reject_columns(element, F.col("reason"))
+    rejects = run.rejects.select(F.lit("rejects").alias(OUT),
+                                 *route_columns("rejects", reject_cols))
     stats = run.processed.select(F.lit("stats").alias(OUT),
                                  *route_columns("stats", [("processed", F.col("processed"))]))
     routed = (window_rows.unionByName(late, allowMissingColumns=True)
@@ -265,21 +270,11 @@ def routed_native_frame(run: Any, run_id: str | None, source_frame: Any, timesta
               .unionByName(stats, allowMissingColumns=True)
               .unionByName(_source_rejects(source_frame, run.element_columns),
                            allowMissingColumns=True))
-    written = {"firings": [c for c, _ in firings], "late": [c for c, _ in late_cols
-                                                            if c not in _INTERNAL],
-               "rejects": [*run.element_columns, "reason"],
-               "side_outputs": [c for c, _ in side], "state": [c for c, _ in state],
-               "stats": ["processed"]}
+    outputs = {"firings": firings, "late": late_cols, "rejects": reject_cols,
+               "side_outputs": side, "state": state}
+    written = {n: [c for c, _ in cols if c not in _INTERNAL] for n, cols in outputs.items()}
+    written["stats"] = ["processed"]
     return routed, written, _nullable_rejects(_schemas(routed, written))
-
-
-def _element_event_ms(frame: Any, timestamp: str) -> Any:
-    """Event time in ms of an element column (``None`` when its type has no such reading)."""
-    from pyspark.sql import functions as F
-
-    if timestamp not in frame.columns:
-        return None
-    return _ms_column(F.col(f"`{timestamp}`"), frame.schema[timestamp].dataType)
 
 
 def stage_outputs(run: Any, run_id: str | None, source_frame: Any, timestamp: str,
