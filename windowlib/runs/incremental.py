@@ -177,12 +177,10 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     frame = source.read(spark, files).frame
     from pyspark.sql import functions as F
 
-    good = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull())
-
     # --- the engine, from the saved state and clock --------------------------------------
     clock = RunClock()
     state = None
-    path = choose_path(pipeline, good, parent, path)
+    path = choose_path(pipeline, frame, parent, path)   # only the frame's schema is read
     summary.path = path
     if path == "native":
         # a task reads whole files: with fewer files than cores, spread the rows before the
