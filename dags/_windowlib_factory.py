@@ -301,13 +301,13 @@ def gc_task(pipeline: str, context: Any) -> dict[str, Any]:
     """The ``windowlib_maintenance`` task of one pipeline: ``gc_job`` under the Params' root
     and grace period; returns what was removed (small JSON)."""
     from windowlib.core.errors import DefinitionError, InputError
-    from windowlib.runs.operations import gc_job
+    from windowlib.runs.operations import GC_GRACE_HOURS, gc_job
 
     params = context["params"]
     try:
         job = get_job(pipeline)
         root = resolve_root(params)
-        done = gc_job(job, root, grace_hours=params.get("grace_hours", 6))
+        done = gc_job(job, root, grace_hours=params.get("grace_hours", GC_GRACE_HOURS))
     except (DefinitionError, InputError) as exc:
         raise AirflowFailException(str(exc)) from exc
     log.info("gc %s: %d staging(s), %d snapshot(s), %d generation(s), %d object(s) removed",
