@@ -1,10 +1,13 @@
-"""The reference engine: SPEC §1's event loop over bundles, in plain Python.
+"""The reference engine: the core's event loop (``core/loop.py``) over bundles, in plain Python.
 
-It is the executable specification every other engine is tested against. Per bundle:
-processing time advances (processing-time timers fire), elements are validated and handed to
-their key's ``KeyDriver`` in order, then the watermark advances (event-time timers and cleanup).
-Rows that cannot be processed become *rejects* with a reason; elements dropped for every window
-become *late* records; ``inputs == processed + late + rejects`` holds after every bundle.
+It is the executable specification every other engine is tested against. Each bundle is
+processed as it arrives, for every key with work in it (SPEC §1): the keys whose processing-time
+timers are due take step 1 first, then every element is admitted (``loop.admit``: rejects get
+a reason) and handed to its key's walk in order, then the watermark advances and every key with
+elements or due event-time timers takes step 3. After ``process_bundle`` returns, everything due
+has fired (the engine is eager; the Spark general path walks the same steps one key at a time).
+Rows that cannot be processed become *rejects*; elements dropped for every window become *late*
+records; ``inputs == processed + late + rejects`` holds after every bundle.
 
 State survives between engine instances through ``snapshot()`` (plain, versioned data) and the
 ``snapshot=`` argument of the constructor.
@@ -19,31 +22,40 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.codec import decode, encode
-from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
+from windowlib.core.driver import Clock, KeyDriver, Sink
 from windowlib.core.errors import InputError, StateError
+from windowlib.core.loop import (
+    PHASE_ELEMENTS,
+    PHASE_TIMERS_PT,
+    PHASE_TIMERS_WM,
+    BundleClock,
+    KeyWalk,
+    admit,
+    bundle_time,
+    future_horizon,
+)
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.time import MIN_TS, timestamp_ms
+from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
 
 SNAPSHOT_FORMAT_VERSION = 1
-_MISSING = object()
 
 
 @dataclass
 class RunStats:
-    """Counts of one engine instance; ``inputs == processed + late + rejects``."""
+    """Counts of one engine instance; ``inputs == processed + late + rejects`` by construction
+    (``processed`` is what is neither late nor rejected)."""
 
     bundles: int = 0
     inputs: int = 0
-    processed: int = 0
     late: int = 0
     rejects: int = 0
     firings: int = 0
     by_timing: dict[str, int] = field(default_factory=dict)
 
-    def check(self) -> None:
-        if self.inputs != self.processed + self.late + self.rejects:
-            raise StateError(f"conservation violated: {self}", code="STATE_INVALID")
+    @property
+    def processed(self) -> int:
+        return self.inputs - self.late - self.rejects
 
 
 class ReferenceEngine:
@@ -55,146 +67,126 @@ class ReferenceEngine:
         self.logic = pipeline.compile()
         self.strategy = watermark if watermark is not None else BoundedOutOfOrderness(0)
         self.clock = Clock()
+        self.times = BundleClock()
         self.sink = Sink()
         self.rejects: list[dict] = []
         self.stats = RunStats()
         self.max_event_ts = MIN_TS
-        self.drivers: dict[tuple, KeyDriver] = {}
-        self._due: dict[str, list[tuple[int, str, tuple]]] = {EVENT: [], PROCESSING: []}
+        self.walks: dict[tuple, KeyWalk] = {}
+        # (next due time, key order, key) per domain: which keys have work without elements
+        self._due: dict[str, list[tuple[int, str, tuple]]] = {"event": [], "processing": []}
+        self._scheduled: dict[tuple, tuple[int | None, int | None]] = {}
         if snapshot is not None:
             self._restore(snapshot)
+
+    @property
+    def drivers(self) -> dict[tuple, KeyDriver]:
+        """The live per-key drivers (keys without state have none)."""
+        return {k: w.driver for k, w in self.walks.items() if w.driver is not None}
 
     # --- the event loop -------------------------------------------------------------------
     def process_bundle(self, elements: Iterable[Any], processing_time: Any = None,
                        watermark: Any = None) -> None:
         """Process one bundle (SPEC §1 steps 1-4)."""
-        clock = self.clock
-        if processing_time is not None:
-            given = bundle_time(processing_time, "bundle processing_time")
-            clock.processing_time = max(clock.processing_time, given)
-        self._fire_due(PROCESSING, clock.processing_time)
-        self._process_elements(elements)
-        if watermark is not None:
-            candidate = bundle_time(watermark, "bundle watermark")
-        else:
-            candidate = self.strategy.watermark(self.max_event_ts, clock.processing_time)
-        clock.watermark = max(clock.watermark, candidate)
-        self._fire_due(EVENT, clock.watermark)
+        given = None if processing_time is None else bundle_time(processing_time,
+                                                                 "bundle processing_time")
+        explicit = None if watermark is None else bundle_time(watermark, "bundle watermark")
+        b = self.times.open(given)
+        p = self.times.processing_times[b]
+        touched: dict[tuple, KeyWalk] = {}
+        self._fire_due("processing", p, b, touched)              # step 1
+        self._process_elements(elements, b, p, touched)         # step 2
+        if explicit is None:
+            explicit = self.strategy.watermark(self.max_event_ts, p)
+        w = self.times.close(explicit)
+        for key in touched:
+            self._schedule(key)
+        self._fire_due("event", w, b, touched)                  # steps 3-4
+        for key, walk in touched.items():
+            walk.close_bundle()
+            self._schedule(key)
+        self.clock.watermark, self.clock.processing_time = w, p
         self.stats.bundles += 1
         self._count_new_firings()
-        self.stats.check()
 
     def finish(self) -> None:
         """End of input (``finalize=True``): clocks to +inf, every window fires and is gone."""
-        watermark, processing_time = self.clock.watermark, self.clock.processing_time
-        for key in sorted(self.drivers, key=_key_order):
-            # Every key ends from the same clocks (a driver's finish moves them to +inf).
-            self.clock.watermark, self.clock.processing_time = watermark, processing_time
-            self.drivers[key].finish()
-        self.drivers.clear()
+        for key in sorted(self.walks, key=_key_order):
+            self.walks[key].finish()
+        self.walks.clear()
+        self._scheduled.clear()
         for heap in self._due.values():
             heap.clear()
         self._count_new_firings()
 
-    def _process_elements(self, elements: Iterable[Any]) -> None:
+    def _process_elements(self, elements: Iterable[Any], b: int, p: int,
+                          touched: dict[tuple, KeyWalk]) -> None:
         logic = self.logic
-        key_columns = logic.key_columns
-        single_key = key_columns[0] if len(key_columns) == 1 else None
-        ts_column = logic.timestamp
-        clock = self.clock
-        processing_time = clock.processing_time
-        horizon = (processing_time + logic.max_future_skew_ms
-                   if processing_time != MIN_TS else None)
-        if not logic.event_time and processing_time == MIN_TS:
+        if not logic.event_time and p == MIN_TS:
             elements = list(elements)
             if elements:
                 raise InputError("processing-time windows need a processing_time on every "
                                  "bundle that has elements", code="NO_PROCESSING_TIME")
-        drivers = self.drivers
-        stats = self.stats
-        late_before = len(self.sink.late)
-        touched: dict[tuple, None] = {}
+        horizon = future_horizon(p, logic.max_future_skew_ms)
+        key_columns, ts_column = logic.key_columns, logic.timestamp
+        stats, walks = self.stats, self.walks
         max_event_ts = self.max_event_ts
-        for row in elements:
+        for element in elements:
             stats.inputs += 1
-            if type(row) is not dict:
-                if not isinstance(row, Mapping):
-                    self._reject({"value": row}, "schema_mismatch")
-                    continue
-                row = dict(row)
-            ts = row.get(ts_column, _MISSING)
-            if type(ts) is not int:
-                reason = timestamp_problem(ts)
-                if reason is not None:
-                    self._reject(row, reason)
-                    continue
-                ts = timestamp_ms(ts)
-            if horizon is not None and ts > horizon:
-                self._reject(row, "future_timestamp")
+            reason, row, key, ts = admit(element, key_columns, ts_column, horizon)
+            if reason is not None:
+                self.rejects.append({**row, "reason": reason})
+                stats.rejects += 1
                 continue
-            if single_key is not None:
-                key = (row.get(single_key),)
-                if key[0] is None:
-                    self._reject(row, "missing_key")
-                    continue
-            elif key_columns:
-                key = tuple(row.get(c) for c in key_columns)
-                if None in key:
-                    self._reject(row, "missing_key")
-                    continue
-            else:
-                key = ()
-            driver = drivers.get(key)
-            if driver is None:
-                driver = drivers[key] = KeyDriver(logic, key, clock, self.sink)
+            walk = touched.get(key)
+            if walk is None:
+                walk = walks.get(key)
+                if walk is None:
+                    walk = walks[key] = KeyWalk(logic, key, self.clock, self.sink, self.times)
+                touched[key] = walk
+            if walk.b_open != b or walk.phase != PHASE_ELEMENTS:
+                walk.open_bundle(b)
             if ts > max_event_ts:
                 max_event_ts = ts
-            driver.process_element(row, ts)
-            touched[key] = None
+            if not walk.process(row, ts):
+                stats.late += 1
         self.max_event_ts = max_event_ts
-        late_now = len(self.sink.late) - late_before
-        stats.late += late_now
-        stats.processed = stats.inputs - stats.late - stats.rejects
-        for key in touched:
-            self._schedule(key)
-
-    def _reject(self, row: dict, reason: str) -> None:
-        record = dict(row)
-        record["reason"] = reason
-        self.rejects.append(record)
-        self.stats.rejects += 1
 
     # --- timers across keys ---------------------------------------------------------------
     def _schedule(self, key: tuple) -> None:
-        driver = self.drivers.get(key)
-        if driver is None:
+        """Remember the key's next timers (or forget a key without state)."""
+        walk = self.walks.get(key)
+        if walk is None:
             return
-        if driver.is_empty():
-            del self.drivers[key]
+        if walk.driver is None:
+            if walk.b_open < 0:
+                del self.walks[key]
+                self._scheduled.pop(key, None)
             return
-        for domain in (EVENT, PROCESSING):
-            t = driver.next_timer(domain)
+        due = walk.next_due()
+        if self._scheduled.get(key) == due:
+            return
+        self._scheduled[key] = due
+        order = _key_order(key)
+        for domain, t in zip(("event", "processing"), due):
             if t is not None:
-                heapq.heappush(self._due[domain], (t, _key_order(key), key))
+                heapq.heappush(self._due[domain], (t, order, key))
 
-    def _fire_due(self, domain: str, now: int) -> None:
-        """Fire due timers of all keys in ascending time (ties: key order), one timestamp of
-        one key at a time, so the output order never depends on bundling or restores."""
+    def _fire_due(self, domain: str, now: int, b: int, touched: dict[tuple, KeyWalk]) -> None:
+        """Fire the due ``domain`` timers of all keys in ascending time (ties: key order), one
+        timestamp of one key at a time, so the output order never depends on bundling or
+        restores. Stale heap entries (the timer moved or went away) are skipped."""
         heap = self._due[domain]
+        phase = PHASE_TIMERS_WM if domain == "event" else PHASE_TIMERS_PT
+        index = 0 if domain == "event" else 1
         while heap and heap[0][0] <= now:
-            t, order, key = heapq.heappop(heap)
-            driver = self.drivers.get(key)
-            if driver is None:
+            t, _, key = heapq.heappop(heap)
+            walk = self.walks.get(key)
+            if walk is None or walk.next_due()[index] != t:
                 continue
-            actual = driver.next_timer(domain)
-            if actual != t:  # stale entry: the timer moved or was deleted
-                if actual is not None and actual <= now:
-                    heapq.heappush(heap, (actual, order, key))
-                continue
-            if domain == EVENT:
-                driver.advance_watermark(until=t)
-            else:
-                driver.advance_processing_time(until=t)
+            walk.fire_at(b, phase, until=t)
+            touched[key] = walk
+            self._scheduled.pop(key, None)
             self._schedule(key)
 
     def _count_new_firings(self) -> None:
@@ -210,8 +202,8 @@ class ReferenceEngine:
         return {
             "format_version": SNAPSHOT_FORMAT_VERSION,
             "fingerprint": self.pipeline.fingerprint,
-            "watermark": self.clock.watermark,
-            "processing_time": self.clock.processing_time,
+            "watermark": self.times.watermark,
+            "processing_time": self.times.processing_time,
             "max_event_ts": self.max_event_ts,
             "keys": [[[encode(v) for v in key], driver.snapshot()]
                      for key, driver in self.drivers.items()],
@@ -233,13 +225,15 @@ class ReferenceEngine:
                 f"{self.pipeline.fingerprint}); start a new state generation (rebuild)",
                 code="FINGERPRINT_MISMATCH")
         try:
-            self.clock.watermark = int(data["watermark"])
-            self.clock.processing_time = int(data["processing_time"])
+            self.times = BundleClock(int(data["watermark"]), int(data["processing_time"]))
+            self.clock.watermark = self.times.watermark
+            self.clock.processing_time = self.times.processing_time
             self.max_event_ts = int(data["max_event_ts"])
             for key_data, driver_data in data["keys"]:
                 key = tuple(decode(v) for v in key_data)
-                self.drivers[key] = KeyDriver.restore(self.logic, key, self.clock, self.sink,
-                                                      driver_data)
+                driver = KeyDriver.restore(self.logic, key, self.clock, self.sink, driver_data)
+                self.walks[key] = KeyWalk(self.logic, key, self.clock, self.sink, self.times,
+                                          driver)
                 self._schedule(key)
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"corrupt snapshot: {exc!r}", code="SNAPSHOT_CORRUPT") from exc
@@ -262,24 +256,3 @@ def _key_order(key: tuple) -> str:
 
 
 _KEY_ORDERS: dict[tuple, str] = {}
-
-
-def timestamp_problem(value: Any) -> str | None:
-    """The reject reason for an event-time value, or None when it is a valid timestamp."""
-    if value is _MISSING:
-        return "missing_timestamp"
-    if value is None:
-        return "null_timestamp"
-    try:
-        timestamp_ms(value)
-    except InputError:
-        return "invalid_timestamp"
-    return None
-
-
-def bundle_time(value: Any, what: str) -> int:
-    """A bundle's processing time or watermark as ms (``InputError(BUNDLE_INVALID)``)."""
-    try:
-        return timestamp_ms(value)
-    except InputError as exc:
-        raise InputError(f"{what}: {exc}", code="BUNDLE_INVALID") from exc

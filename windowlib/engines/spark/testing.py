@@ -25,6 +25,7 @@ from typing import Any
 
 from windowlib.core.codec import decode, encode
 from windowlib.core.errors import InputError
+from windowlib.core.loop import MISSING, bundle_time, timestamp_problem
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS, timestamp_ms
 from windowlib.core.watermarks import WatermarkStrategy
@@ -135,26 +136,20 @@ def bundles_to_table(pipeline: Pipeline, bundles: Sequence[Any]) -> tuple[Any, l
 
 
 def _event_time(value: Any) -> tuple[int | None, str | None]:
-    from windowlib.engines.reference import timestamp_problem as _timestamp_problem
-
     if type(value) is int:
         return value, None
-    if value is _MISSING:
-        return None, "missing_timestamp"
-    reason = _timestamp_problem(value)
+    reason = timestamp_problem(MISSING if value is _MISSING else value)
     if reason is not None:
         return None, reason
     return timestamp_ms(value), None
 
 
 def _overrides(bundles: Sequence[Any]) -> dict[int, BundleOverride]:
-    from windowlib.engines.reference import bundle_time as _ts
-
     out = {}
     for b, bundle in enumerate(bundles):
-        pt = None if bundle.processing_time is None else _ts(bundle.processing_time,
+        pt = None if bundle.processing_time is None else bundle_time(bundle.processing_time,
                                                              "bundle processing_time")
-        wm = None if bundle.watermark is None else _ts(bundle.watermark, "bundle watermark")
+        wm = None if bundle.watermark is None else bundle_time(bundle.watermark, "bundle watermark")
         out[b] = BundleOverride(pt, wm)
     return out
 

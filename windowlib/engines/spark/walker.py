@@ -10,7 +10,6 @@ do; otherwise it is copied through. Output rows are the tagged schema of ``gener
 from __future__ import annotations
 
 import json
-from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from windowlib.core.codec import decode, to_json
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import ExecutionError, StateError
+from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, reject_reason
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
@@ -28,10 +28,6 @@ from windowlib.engines.spark.columns import (
     FORMAT,
     NEXT_ET,
     NEXT_PT,
-    PHASE_ELEMENTS,
-    PHASE_FINISH,
-    PHASE_TIMERS_PT,
-    PHASE_TIMERS_WM,
     SIZE,
     STATE,
 )
@@ -115,9 +111,9 @@ class _Walker:
         self.clock.watermark = config.initial_watermark
         self.clock.processing_time = config.initial_processing_time
         self.sink = _WalkSink(self)
-        self.P = config.processing_times
-        self.W = config.watermarks
-        self.n_bundles = len(self.P)
+        self.times = BundleClock(config.initial_watermark, config.initial_processing_time,
+                                 list(config.processing_times), list(config.watermarks))
+        self.n_bundles = len(self.times)
         out_schema = StructType.fromJson(json.loads(config.out_schema_json))
         self.arrow_schema = to_arrow_schema(out_schema, timezone="UTC",
                                             prefers_large_types=config.large_types)
@@ -137,12 +133,7 @@ class _Walker:
         # per key
         self.key: tuple | None = None
         self.out_key: tuple = ()       # the key as read (JSON text for the test harness)
-        self.driver: KeyDriver | None = None
-        self.b_open = -1
-        self.b_next = 0
-        self.b = 0
-        self.phase = PHASE_ELEMENTS
-        self.sub = 0
+        self.walk: KeyWalk | None = None
         self.since_check = 0
         self.pending: tuple | None = None   # the key's saved state, not parsed yet
         self.processed = 0
@@ -151,7 +142,10 @@ class _Walker:
     # --- output ----------------------------------------------------------------------------
     def _meta(self, kind: str) -> tuple:
         self.n += 1
-        return (kind, self.b, self.phase, self.sub, self.n)
+        walk = self.walk
+        if walk is None:
+            return (kind, 0, 0, 0, self.n)
+        return (kind, walk.b, walk.phase, walk.sub, self.n)
 
     def emit_firing(self, row: dict) -> None:
         clock = self.clock
@@ -181,7 +175,8 @@ class _Walker:
                      ) -> None:
         head = self._meta(kind)
         tail = (None,) * (5 + (1 if self.retracting else 0))
-        self.rows.append((*head, *self.no_keys, *tail, watermark, _finite(self.P[self.b]),
+        p = self.times.processing_times[self.walk.b]
+        self.rows.append((*head, *self.no_keys, *tail, watermark, _finite(p),
                           *((None,) * self.n_results), element, reason, *self.tail_none))
 
     def _bare_row(self, kind: str, keys: tuple, times: tuple, reason: str | None,
@@ -223,10 +218,8 @@ class _Walker:
     # --- per key ---------------------------------------------------------------------------
     def start_key(self, key: tuple) -> None:
         self.key = key
-        self.driver = None
+        self.walk = KeyWalk(self.logic, key, self.clock, self.sink, self.times)
         self.pending = None
-        self.b_open = -1
-        self.b_next = 0
         self.since_check = 0
 
     def hold_state(self, text: str, next_et: int | None, next_pt: int | None, size: int,
@@ -244,7 +237,8 @@ class _Walker:
             return
         try:
             data = json.loads(pending[0])
-            self.driver = KeyDriver.restore(self.logic, self.key, self.clock, self.sink, data)
+            self.walk.driver = KeyDriver.restore(self.logic, self.key, self.clock, self.sink,
+                                                 data)
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise StateError(f"pane state of key {self.key!r} is corrupt ({exc!r}); restore "
                              "an intact checkpoint version or rebuild (backfill --rebuild)",
@@ -255,73 +249,13 @@ class _Walker:
         if self.config.finalize or not self.n_bundles:
             return not self.config.finalize
         _, next_et, next_pt, _ = self.pending
-        return ((next_et is None or next_et > self.W[-1])
-                and (next_pt is None or next_pt > self.P[-1]))
-
-    def _new_driver(self) -> KeyDriver:
-        return KeyDriver(self.logic, self.key, self.clock, self.sink)
-
-    def _drop_if_empty(self) -> None:
-        driver = self.driver
-        if driver is not None and driver.is_empty():
-            self.driver = None
+        return ((next_et is None or next_et > self.times.watermark)
+                and (next_pt is None or next_pt > self.times.processing_time))
 
     def open_bundle(self, b: int) -> None:
         if self.pending is not None:
             self._restore_pending()
-        if self.b_open >= 0:
-            self.close_bundle()
-        self.timers_until(b)
-        clock = self.clock
-        clock.processing_time = self.P[b]
-        clock.watermark = self.W[b - 1] if b > 0 else self.config.initial_watermark
-        self.b, self.phase, self.sub = b, PHASE_TIMERS_PT, 0
-        if self.driver is not None:
-            self.driver.advance_processing_time()
-            self._drop_if_empty()
-        self.b_open = b
-        self.phase = PHASE_ELEMENTS
-
-    def close_bundle(self) -> None:
-        b = self.b_open
-        self._drop_if_empty()
-        self.clock.watermark = self.W[b]
-        self.b, self.phase, self.sub = b, PHASE_TIMERS_WM, 0
-        if self.driver is not None:
-            self.driver.advance_watermark()
-            self._drop_if_empty()
-        self.b_open = -1
-        self.b_next = b + 1
-
-    def timers_until(self, end: int) -> None:
-        """Fire what is due in bundles ``[b_next, end)`` (where the key has no elements)."""
-        lo = self.b_next
-        P, W, clock = self.P, self.W, self.clock
-        while lo < end and self.driver is not None:
-            driver = self.driver
-            te, tp = driver.next_timer(EVENT), driver.next_timer(PROCESSING)
-            if te is None and tp is None:
-                break
-            j = end
-            if tp is not None:
-                j = bisect_left(P, tp, lo, end)
-            if te is not None:
-                j = min(j, bisect_left(W, te, lo, end))
-            if j >= end:
-                break
-            clock.processing_time = P[j]
-            clock.watermark = W[j - 1] if j > 0 else self.config.initial_watermark
-            self.b, self.phase, self.sub = j, PHASE_TIMERS_PT, 0
-            driver.advance_processing_time()
-            self._drop_if_empty()
-            if self.driver is None:
-                break
-            clock.watermark = W[j]
-            self.phase = PHASE_TIMERS_WM
-            driver.advance_watermark()
-            self._drop_if_empty()
-            lo = j + 1
-        self.b_next = max(self.b_next, end)
+        self.walk.open_bundle(b)
 
     def finish_key(self) -> None:
         if self.key is None:
@@ -334,18 +268,17 @@ class _Walker:
                 self.key = None
                 return
             self._restore_pending()
-        if self.b_open >= 0:
-            self.close_bundle()
-        self.timers_until(self.n_bundles)
-        driver = self.driver
-        if self.config.finalize and driver is not None:
-            self.b, self.phase, self.sub = self.n_bundles, PHASE_FINISH, 0
-            driver.finish()
+        walk = self.walk
+        if self.config.finalize:
+            walk.finish()
+        else:
+            walk.catch_up(self.n_bundles)
+        driver = walk.driver
         if self.config.emit_state and driver is not None and not driver.is_empty():
             self.emit_state(_COMPACT_JSON.encode(driver.snapshot()),
                             driver.next_timer(EVENT), driver.next_timer(PROCESSING),
                             self.state_size(driver))
-        self.driver = None
+        walk.driver = None
         self.key = None
 
     @staticmethod
@@ -357,7 +290,7 @@ class _Walker:
         return size
 
     def check_state(self) -> None:
-        driver = self.driver
+        driver = self.walk.driver
         if driver is None:
             return
         size = self.state_size(driver)
@@ -378,7 +311,7 @@ class _Walker:
         key_idx = [user_columns.index(c) for c in self.key_columns]
         single = key_idx[0] if len(key_idx) == 1 else None
         arrivals = config.arrivals
-        P = self.P
+        P = self.times.processing_times
         skew = self.logic.max_future_skew_ms
         check_every = min(CHECK_EVERY, max(1, config.max_key_state))
         seq_column = config.seq_column
@@ -432,32 +365,24 @@ class _Walker:
                 if a != last_arrival:
                     last_arrival = a
                     b = arrivals[a]
-                    p = P[b]
-                    horizon = None if p == MIN_TS else p + skew
+                    horizon = future_horizon(P[b], skew)
                 row = dict(zip(user_columns, values))
                 raw = row if cols is raw_cols else \
                     dict(zip(user_columns, (col[i] for col in raw_cols)))
                 if absent_col is not None and absent_col[i]:
                     for c in absent_col[i]:
                         row.pop(c, None)
-                if b != self.b_open:
+                walk = self.walk
+                if b != walk.b_open:
                     self.open_bundle(b)
-                self.sub = seq_col[i] if seq_col is not None else self.sub + 1
-                reason = reason_col[i]
-                if reason is None:
-                    ts = ts_col[i]
-                    if horizon is not None and ts > horizon:
-                        reason = "future_timestamp"
-                    elif None in key:
-                        reason = "missing_key"
+                walk.sub = seq_col[i] if seq_col is not None else walk.sub + 1
+                ts = ts_col[i]
+                reason = reject_reason(reason_col[i], ts, key, horizon)
                 if reason is not None:
                     self.emit_element("reject", raw, reason, None)
                     continue
-                driver = self.driver
-                if driver is None:
-                    driver = self.driver = self._new_driver()
                 watermark = self.clock.watermark
-                if driver.process_element(row, ts):
+                if walk.process(row, ts):
                     self.processed += 1
                 else:
                     self.emit_element("late", raw, "too_late", _finite(watermark))
@@ -468,7 +393,7 @@ class _Walker:
             if len(self.rows) >= FLUSH_ROWS:
                 yield self.flush()
         self.finish_key()
-        self.b = 0
+        self.walk = None
         self._bare_row("stats", self.no_keys, (None, None), None,
                        (None, None, None, self.processed, None))
         yield self.flush()
