@@ -10,8 +10,9 @@ import time
 import pytest
 
 from windowlib.core.errors import InputError, WindowlibError
+from windowlib.core.partitions import partition_interval as parse_partition_value
 from windowlib.runs.frames import is_hidden, list_objects, parse_location
-from windowlib.runs.source import PartitionedSource, parse_partition_value
+from windowlib.runs.source import PartitionedSource
 
 HOUR, DAY = 3_600_000, 86_400_000
 

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from windowlib.core.errors import InputError
+from windowlib.core.partitions import partition_interval
 from windowlib.runs.frames import (
     TaskFilesystem,
     arrow_target_schema,
@@ -56,7 +57,6 @@ __all__ = [
     "PartitionedSource",
     "SourceFile",
     "SourceRead",
-    "parse_partition_value",
 ]
 
 FILE_COLUMN = "__wl_file"
@@ -66,68 +66,7 @@ CORRUPT_COLUMN = "__wl_corrupt"
 _LINE = "__wl_line"
 FORMATS = ("parquet", "csv", "json")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
-_ISO = re.compile(r"^(?P<y>\d{4})-(?P<mo>\d{2})(?:-(?P<d>\d{2})"
-                  r"(?:[T ](?P<h>\d{2})(?::(?P<mi>\d{2})"
-                  r"(?::(?P<s>\d{2})(?:\.(?P<f>\d{1,9}))?)?)?)?)?"
-                  r"(?P<tz>Z|[+-]\d{2}(?::?\d{2})?)?$")
-_TIME_NAMES = ("_hour", "_date", "_day", "_time", "_ts", "_month", "_minute")
 _BATCH = 65_536
-
-
-# --- partition values -------------------------------------------------------------------------
-
-def parse_partition_value(value: str, name: str | None = None) -> tuple[int | None, int | None]:
-    """``(start_ms, end_ms)`` of a partition value's time interval, or ``(None, None)`` when the
-    value is not a time (integers, plain strings).
-
-    A value that looks like a date (``YYYY-MM...``) must be a valid one, and so must the value
-    of a partition whose name says it is a time (``arrival_hour``, ``*_date``...): otherwise
-    ``InputError(PARTITION_VALUE_INVALID)``.
-    """
-    import pendulum
-
-    text = unquote(value).strip()
-    m = _ISO.match(text)
-    if m is None:
-        if re.match(r"^\d{4}-\d{2}", text) or (
-                name is not None and name.lower().endswith(_TIME_NAMES)
-                and not re.fullmatch(r"-?\d+", text)):
-            raise InputError(f"partition value {name or 'value'}={value!r} is not a valid "
-                             "ISO-8601 date/time (e.g. 2013-01-01T05)",
-                             code="PARTITION_VALUE_INVALID")
-        return None, None
-    g = m.groupdict()
-    tz = g["tz"] or "Z"
-    offset_min = 0
-    if tz != "Z":
-        sign = -1 if tz[0] == "-" else 1
-        digits = tz[1:].replace(":", "")
-        hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
-        if hours > 23 or minutes > 59:
-            raise InputError(f"partition value {name or 'value'}={value!r} has an invalid UTC "
-                             "offset", code="PARTITION_VALUE_INVALID")
-        offset_min = sign * (hours * 60 + minutes)
-    try:
-        start = pendulum.datetime(int(g["y"]), int(g["mo"]), int(g["d"] or 1), int(g["h"] or 0),
-                                  int(g["mi"] or 0), int(g["s"] or 0),
-                                  int((g["f"] or "0").ljust(6, "0")[:6]), tz="UTC")
-    except ValueError as exc:
-        raise InputError(f"partition value {name or 'value'}={value!r} is not a valid date/time: "
-                         f"{exc}", code="PARTITION_VALUE_INVALID") from None
-    start = start.subtract(minutes=offset_min)
-    if g["d"] is None:
-        end = start.add(months=1)
-    elif g["h"] is None:
-        end = start.add(days=1)
-    elif g["mi"] is None:
-        end = start.add(hours=1)
-    elif g["s"] is None:
-        end = start.add(minutes=1)
-    elif g["f"] is None:
-        end = start.add(seconds=1)
-    else:
-        end = start
-    return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
 
 
 # --- listing ----------------------------------------------------------------------------------
@@ -238,7 +177,7 @@ class PartitionedSource:
             value = unquote(head[len(prefix):])
             groups.setdefault(value, []).append(
                 SourceFile(obj.uri, obj.size, obj.version, value))
-        parts = [Partition(v, *parse_partition_value(v, self.partition),
+        parts = [Partition(v, *partition_interval(v, self.partition),
                            tuple(sorted(fs, key=lambda f: f.path)))
                  for v, fs in groups.items()]
         kinds = {p.start_ms is not None for p in parts}
@@ -258,7 +197,7 @@ class PartitionedSource:
             from windowlib.core.time import timestamp_ms
             ms = timestamp_ms(value)
             return Partition(str(value), ms, ms, ())
-        return Partition(str(value), *parse_partition_value(str(value), self.partition), ())
+        return Partition(str(value), *partition_interval(str(value), self.partition), ())
 
     @staticmethod
     def _sort_key(parts: list[Partition]) -> Any:

@@ -30,12 +30,13 @@ round-trippable, order-preserving form: micros for timestamps, days for dates), 
 from __future__ import annotations
 
 import datetime as _dt
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.errors import InputError
+from windowlib.core.loop import BundleClock
+from windowlib.core.partitions import partition_interval
 from windowlib.core.time import MIN_TS, duration_ms, timestamp_ms
 from windowlib.core.watermarks import WatermarkStrategy
 
@@ -44,9 +45,7 @@ TS = "__wl_ts"
 TREASON = "__wl_treason"
 INTERNAL_PREFIX = "__wl_"
 
-_HOUR, _DAY = 3_600_000, 86_400_000
-# precision of an ISO partition value -> the length of its interval
-_ISO_INTERVALS = {10: _DAY, 13: _HOUR, 16: 60_000, 19: 1_000}
+_DAY = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -60,43 +59,19 @@ class BundleOverride:
 
 
 @dataclass
-class BundlePlan:
-    """The bundle sequence of a run; lists are indexed by bundle.
+class BundlePlan(BundleClock):
+    """The bundle sequence of a run: its clocks (``core.loop.BundleClock``: ``P_b``, ``W_b``,
+    monotone) and, per bundle, its arrival value (``__wl_arrival`` form), row count and the
+    largest accepted event time so far."""
 
-    ``watermarks[b]`` is ``W_b`` (after bundle ``b``); ``watermark_before(b)`` is ``W_{b-1}``.
-    ``processing_times`` and ``watermarks`` never decrease (engines bisect them to find the
-    first bundle where a timer is due).
-    """
-
-    arrivals: list[Any]
-    processing_times: list[int]
-    watermarks: list[int]
-    counts: list[int]
-    max_event_ts: list[int]
-    initial_watermark: int = MIN_TS
-    initial_processing_time: int = MIN_TS
+    arrivals: list[Any] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    max_event_ts: list[int] = field(default_factory=list)
     index: dict[Any, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.index:
             self.index = {a: i for i, a in enumerate(self.arrivals)}
-
-    def __len__(self) -> int:
-        return len(self.arrivals)
-
-    def watermark_before(self, b: int) -> int:
-        return self.watermarks[b - 1] if b > 0 else self.initial_watermark
-
-    def first_due(self, lo: int, event_timer: int | None, processing_timer: int | None
-                  ) -> int:
-        """The first bundle ``>= lo`` at which one of the timers is due (``len`` if none)."""
-        n = len(self.arrivals)
-        j = n
-        if processing_timer is not None:
-            j = bisect_left(self.processing_times, processing_timer, lo)
-        if event_timer is not None:
-            j = min(j, bisect_left(self.watermarks, event_timer, lo))
-        return j
 
 
 # --- input columns --------------------------------------------------------------------------
@@ -188,21 +163,21 @@ def _iso_parser() -> Any:
     return F.udf(parse_iso, "long", useArrow=True)
 
 
-def _time_of_arrival(value: Any, kind: str, interval_ms: int | None) -> int | None:
-    """The end of the partition's interval for a time-valued arrival, else ``None``."""
+def _time_of_arrival(value: Any, kind: str, interval_ms: int | None, name: str | None
+                     ) -> int | None:
+    """The end of the partition's interval for a time-valued arrival, else ``None``: for
+    strings the one rule of ``core.partitions`` (an explicit ``interval_ms`` replaces the
+    interval's length)."""
     if kind == "timestamp":
         micros = int(value)
         return (micros - micros % 1000) // 1000 + (interval_ms or 0)
     if kind == "date":
         return int(value) * _DAY + (_DAY if interval_ms is None else interval_ms)
     if kind == "string":
-        try:
-            start = timestamp_ms(value)
-        except InputError:
+        start, end = partition_interval(value, name)
+        if start is None:
             return None
-        if interval_ms is None:
-            interval_ms = _ISO_INTERVALS.get(len(value.strip()), 0)
-        return start + interval_ms
+        return end if interval_ms is None else start + interval_ms
     return None
 
 
@@ -270,7 +245,8 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
                  processing_time: Any = None, arrival_interval: Any = None,
                  initial_watermark: int = MIN_TS, initial_processing_time: int = MIN_TS,
                  initial_max_event_ts: int = MIN_TS,
-                 stats: Mapping[Any, Any] | None = None) -> BundlePlan:
+                 stats: Mapping[Any, Any] | None = None,
+                 arrival_name: str | None = None) -> BundlePlan:
     """Compute the bundle sequence of ``df`` (which has the columns of ``prepare_input``).
 
     ``processing_time``: the run's logical time (used for bundles whose arrival value is not a
@@ -281,6 +257,8 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
     canonical arrival -> object with ``count`` and ``max_ts``, the largest event time of the
     rows with a valid timestamp and non-null keys) replaces the aggregate job; only bundles
     holding a future timestamp are then read (the filtered aggregate below).
+    ``arrival_name`` (the arrival column) tells ``core.partitions`` whether string values must
+    be times (``arrival_hour``...).
     """
     from pyspark.sql import functions as F
 
@@ -301,7 +279,7 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
             return ov.processing_time
         if a in given_map:
             return given_map[a]
-        given = _time_of_arrival(a, kind, interval_ms)
+        given = _time_of_arrival(a, kind, interval_ms, arrival_name)
         return logical if given is None else given
 
     accepted = F.col(TS).isNotNull() & F.col(TREASON).isNull()
@@ -329,16 +307,14 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
         per_bundle.setdefault(a, [0, None, None])
     arrivals = sorted(per_bundle)
 
-    # processing times: P_b = max(P_{b-1}, given_b)
-    processing_times: list[int] = []
+    # processing times: P_b = max(P_{b-1}, given_b) (core.loop.BundleClock)
+    clock = BundleClock(initial_watermark, initial_processing_time)
     givens: list[int | None] = []
-    p = initial_processing_time
     for a in arrivals:
         given = given_of(a)
-        if given is not None:
-            p = max(p, given)
-        processing_times.append(p)
+        clock.open(given)
         givens.append(given)
+    processing_times = clock.processing_times
 
     # the largest accepted event time per bundle (rows beyond P_b + max_future_skew do not
     # count); a second, filtered aggregate only for bundles the first one cannot decide
@@ -364,22 +340,18 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
         for row in exact:
             per_bundle[row[ARRIVAL]][1] = row["m"]
 
-    watermarks: list[int] = []
     maxima: list[int] = []
-    w, max_seen = initial_watermark, initial_max_event_ts
+    max_seen = initial_max_event_ts
     for a, p in zip(arrivals, processing_times):
         m = per_bundle[a][1]
         if m is not None and m > max_seen:
             max_seen = int(m)
         ov = overrides.get(a)
         if ov is not None and ov.watermark is not None:
-            candidate = ov.watermark
+            clock.close(ov.watermark)
         else:
-            candidate = strategy.watermark(max_seen, p)
-        w = max(w, candidate)
-        watermarks.append(w)
+            clock.close(strategy.watermark(max_seen, p))
         maxima.append(max_seen)
-    return BundlePlan(arrivals=arrivals, processing_times=processing_times,
-                      watermarks=watermarks, counts=[per_bundle[a][0] for a in arrivals],
-                      max_event_ts=maxima, initial_watermark=initial_watermark,
-                      initial_processing_time=initial_processing_time)
+    return BundlePlan(initial_watermark, initial_processing_time, processing_times,
+                      clock.watermarks, arrivals=arrivals,
+                      counts=[per_bundle[a][0] for a in arrivals], max_event_ts=maxima)

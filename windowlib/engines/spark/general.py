@@ -307,6 +307,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     plan = plan_bundles(prepared, kind=kind, key_columns=logic.key_columns, strategy=strategy,
                         max_future_skew_ms=logic.max_future_skew_ms, overrides=overrides,
                         processing_time=processing_time, arrival_interval=arrival_interval,
+                        arrival_name=arrival,
                         initial_watermark=clock.watermark,
                         initial_processing_time=clock.processing_time,
                         initial_max_event_ts=clock.max_event_ts)

@@ -168,6 +168,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     plan = plan_bundles(prepared, kind=kind, key_columns=logic.key_columns, strategy=strategy,
                         max_future_skew_ms=logic.max_future_skew_ms, overrides=overrides,
                         processing_time=processing_time, arrival_interval=arrival_interval,
+                        arrival_name=arrival,
                         stats=stats, **initial)
     types = {f.name: f.dataType for f in df.schema.fields}
     mode, fields = result_fields(pipeline, types, None)
