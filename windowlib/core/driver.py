@@ -16,76 +16,27 @@ data; ``KeyDriver.restore`` rebuilds it.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.codec import decode, encode
 from windowlib.core.errors import ExecutionError
-from windowlib.core.functions import PENDING_MERGE, Context
-from windowlib.core.lateness import cleanup_time
+from windowlib.core.functions import Context
+from windowlib.core.lateness import cleanup_time, is_late
+from windowlib.core.merging import SessionMerging
+from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pane import Timing, pane_info, pane_timing
-from windowlib.core.state import merge_into
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
+from windowlib.core.time import MAX_TS
+from windowlib.core.trigger_context import TriggerContext
 from windowlib.core.triggers.base import TriggerResult
 from windowlib.core.windows import window_from_data
 
-EVENT, PROCESSING = "event", "processing"
+__all__ = ["EVENT", "PROCESSING", "Clock", "KeyDriver", "Sink", "WindowRecord"]
 _CONTINUE = TriggerResult.CONTINUE
 _FIRE, _PURGE, _FIRE_AND_PURGE = TriggerResult.FIRE, TriggerResult.PURGE, \
     TriggerResult.FIRE_AND_PURGE
 _ON_TIME = Timing.ON_TIME
 _TIMER_LIMIT = 1_000_000
-RESERVED_COLUMNS = frozenset({"window_start", "window_end", "pane_index", "timing", "is_final",
-                              "retract", "watermark", "processing_time", "run_id"})
-
-
-@dataclass
-class Clock:
-    """Global time of a run: the watermark and processing time (ms; ``MIN_TS`` = unknown)."""
-
-    watermark: int = MIN_TS
-    processing_time: int = MIN_TS
-
-
-class Sink:
-    """Collects a run's outputs: firing rows, late elements and side outputs."""
-
-    def __init__(self) -> None:
-        self.firings: list[dict] = []
-        self.late: list[tuple[dict, int]] = []
-        self.side_outputs: dict[str, list[Any]] = {}
-
-    def firing(self, row: dict) -> None:
-        self.firings.append(row)
-
-    def late_element(self, row: dict, watermark: int) -> None:
-        self.late.append((row, watermark))
-
-    def side_output(self, tag: str, value: Any) -> None:
-        self.side_outputs.setdefault(tag, []).append(value)
-
-
-@dataclass(slots=True)
-class WindowRecord:
-    """Everything kept for one (actual) window of a key, besides its pane contents."""
-
-    trigger_state: dict = field(default_factory=dict)
-    fn_state: dict = field(default_factory=dict)
-    pane_index: int = 0
-    on_time_emitted: bool = False
-    last_rows: list | None = None
-    timers: set = field(default_factory=set)
-    pending: bool = False  # elements arrived since the last firing
-
-    def to_data(self) -> dict:
-        return {"trigger": encode(self.trigger_state), "fn": encode(self.fn_state),
-                "pane": self.pane_index, "on_time": self.on_time_emitted,
-                "last": encode(self.last_rows), "pending": self.pending}
-
-    @classmethod
-    def from_data(cls, d: dict) -> WindowRecord:
-        return cls(decode(d["trigger"]), decode(d["fn"]), int(d["pane"]), bool(d["on_time"]),
-                   decode(d["last"]), pending=bool(d.get("pending", False)))
 
 
 class _Plan:
@@ -127,56 +78,7 @@ def _plan_of(logic: Any) -> _Plan:
     return plan
 
 
-class _TriggerCtx:
-    """The ``TriggerContext`` of one driver; ``window``/``record`` are set per callback."""
-
-    __slots__ = ("clock", "driver", "event_timers", "merge_sources", "owner",
-                 "prefixed_children", "record", "window")
-
-    def __init__(self, driver: KeyDriver) -> None:
-        self.driver = driver
-        self.clock = driver.clock
-        self.event_timers = driver.timers[EVENT]
-        self.prefixed_children: dict = {}  # PrefixedContext.of reuses children through it
-        self.window: Any = None
-        self.record: WindowRecord | None = None
-        self.merge_sources: list[dict] = []
-        self.owner = "trigger"
-
-    @property
-    def current_watermark(self) -> int:
-        return self.clock.watermark
-
-    @property
-    def current_processing_time(self) -> int:
-        return self.clock.processing_time
-
-    def register_event_time_timer(self, time: int) -> None:
-        owners = self.event_timers.get((time, self.window))
-        if owners is not None and "trigger" in owners:
-            return  # already registered (the common case for every element after the first)
-        self.driver.timer_op(EVENT, time, "trigger", True, self.window, self.record)
-
-    def register_processing_time_timer(self, time: int) -> None:
-        self.driver.timer_op(PROCESSING, time, "trigger", True, self.window, self.record)
-
-    def delete_event_time_timer(self, time: int) -> None:
-        self.driver.timer_op(EVENT, time, "trigger", False, self.window, self.record)
-
-    def delete_processing_time_timer(self, time: int) -> None:
-        self.driver.timer_op(PROCESSING, time, "trigger", False, self.window, self.record)
-
-    def timer_op(self, domain: str, time: int, owner: str, register: bool) -> None:
-        self.driver.timer_op(domain, time, owner, register, self.window, self.record)
-
-    def get_state(self, descriptor: Any) -> Any:
-        return descriptor.handle(self.record.trigger_state)
-
-    def merge_partitioned_state(self, descriptor: Any) -> None:
-        merge_into(self.record.trigger_state, self.merge_sources, descriptor)
-
-
-class KeyDriver:
+class KeyDriver(SessionMerging):
     """Window state and the event loop for one key. See the module docstring."""
 
     def __init__(self, logic: Any, key: tuple, clock: Clock, sink: Sink) -> None:
@@ -192,7 +94,7 @@ class KeyDriver:
         self.timers: dict[str, dict[tuple[int, Any], set[str]]] = {EVENT: {}, PROCESSING: {}}
         self.heaps: dict[str, list[tuple[int, Any]]] = {EVENT: [], PROCESSING: []}
         self.global_state: dict = {}
-        self._ctx = _TriggerCtx(self)  # after clock and timers: it keeps references to them
+        self._ctx = TriggerContext(self)  # after clock and timers: it keeps references to them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
         self._plan = _plan_of(logic)
 
@@ -284,14 +186,6 @@ class KeyDriver:
             self._cleanup(window)
 
     # --- elements -------------------------------------------------------------------------
-    def _cleanup_time(self, window: Any) -> int:
-        logic = self.logic
-        return cleanup_time(window.max_timestamp, logic.allowed_lateness_ms, logic.event_time)
-
-    def _is_late(self, window: Any) -> bool:
-        logic = self.logic
-        return logic.event_time and self._cleanup_time(window) <= self.clock.watermark
-
     def process_element(self, row: dict, ts_ms: int) -> bool:
         """Step 2 for one element. Returns False when it was dropped for every window (it is
         then sent to the late output)."""
@@ -305,13 +199,13 @@ class KeyDriver:
             if merging is not None:
                 window = self._add_merging_window(window)
                 cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if event_time and cleanup_at <= watermark:
+                if is_late(cleanup_at, watermark, event_time):
                     self._retire(window)
                     continue
                 state_window = merging[window]
             else:
                 cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if event_time and cleanup_at <= watermark:
+                if is_late(cleanup_at, watermark, event_time):
                     continue
                 state_window = window
             kept = True
@@ -430,84 +324,6 @@ class KeyDriver:
             row["is_final"] = False
             self.sink.firing(row)
         record.last_rows = None
-
-    # --- merging (sessions) ---------------------------------------------------------------
-    def _add_merging_window(self, new_window: Any) -> Any:
-        """Flink's ``MergingWindowSet.addWindow``: returns the window the element goes to."""
-        mapping = self.merging
-        assert mapping is not None
-        merges = self.logic.assigner.merge_windows([*mapping.keys(), new_window])
-        result, merged_new = new_window, False
-        for cover, members in merges:
-            members = sorted(members, key=lambda w: w.sort_key())
-            if new_window in members:
-                members.remove(new_window)
-                merged_new, result = True, cover
-            if not members:
-                continue
-            state_window = mapping[members[0]]
-            merged_state = [mapping.pop(m) for m in members if m in mapping]
-            mapping[cover] = state_window
-            merged_state.remove(state_window)
-            if not (cover in members and len(members) == 1):
-                self._merge(cover, members, state_window, merged_state)
-        if not merges or (result == new_window and not merged_new):
-            mapping[result] = result
-        return result
-
-    def _merge(self, cover: Any, members: list, state_window: Any, merged_state: list) -> None:
-        logic = self.logic
-        if self._is_late(cover):  # cannot happen for live windows; Flink guards it too
-            raise ExecutionError(f"merging produced a window {cover} that is already past the "
-                                 "watermark", code="STATE_INVALID")
-        old = [(m, self.records[m]) for m in members if m in self.records and m != cover]
-        record = self.records.get(cover)
-        if record is None:
-            record = self.records[cover] = WindowRecord()
-        record.pending = record.pending or any(rec.pending for _, rec in old)
-        if logic.retracting:
-            for _, rec in old:
-                self._retract(rec)
-        ctx = self._ctx
-        ctx.window, ctx.record = cover, record
-        ctx.merge_sources = [rec.trigger_state for _, rec in old]
-        logic.trigger.on_merge(cover, ctx)
-        ctx.merge_sources = []
-        self._merge_fn_state(record, [rec for _, rec in old])
-        for window, rec in old:
-            del self.records[window]
-            ctx.window, ctx.record = window, rec
-            logic.trigger.clear(window, ctx)
-            self._drop_timers(window, rec)
-        target = self.contents.get(state_window)
-        for sw in merged_state:
-            target = logic.runner.merge(target, self.contents.pop(sw, None))
-        if target is not None:
-            self.contents[state_window] = target
-        cleanup_at = self._cleanup_time(cover)
-        if cleanup_at != MAX_TS:
-            self.timer_op(logic.window_domain, cleanup_at, "cleanup", True, cover, record)
-
-    @staticmethod
-    def _merge_fn_state(target: WindowRecord, sources: list[WindowRecord]) -> None:
-        """Per-window function state of merged windows: values of a name that exists in
-        several windows wait (as a list) until ``Context.window_state`` merges them with the
-        descriptor — which no snapshot could carry."""
-        store = target.fn_state
-        for src in sources:
-            for name, value in src.fn_state.items():
-                if name.startswith(PENDING_MERGE):
-                    store.setdefault(name, []).extend(value)
-                elif name not in store:
-                    store[name] = value
-                else:
-                    store.setdefault(PENDING_MERGE + name, []).append(value)
-
-    def _retire(self, window: Any) -> None:
-        """Drop a window that was late on arrival and merged with nothing."""
-        assert self.merging is not None
-        if window not in self.records:
-            self.merging.pop(window, None)
 
     # --- cleanup --------------------------------------------------------------------------
     def _drop_timers(self, window: Any, record: WindowRecord) -> None:

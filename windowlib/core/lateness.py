@@ -1,11 +1,10 @@
 """The lateness rules (Flink's ``WindowOperator``), each stated exactly once.
 
-- ``cleanup_time(window)``: when the window's state is deleted: ``max_timestamp +
-  allowed_lateness`` for event-time windows (saturating at ``MAX_TS``), ``max_timestamp`` for
-  processing-time windows.
-- ``is_window_late``: an event-time window is late once the watermark reached its cleanup time;
-  an element is dropped for such a window.
-- ``is_element_late``: an element is late once ``ts + allowed_lateness <= watermark``.
+- ``cleanup_time``: when a window's state is deleted: ``max_timestamp + allowed_lateness`` for
+  event-time windows (saturating at ``MAX_TS``), ``max_timestamp`` for processing-time windows.
+- ``is_late``: an event-time window is late once the watermark reached its cleanup time; an
+  element is dropped for such a window, and one dropped for every window goes to the late
+  output (SPEC §1 step 2). The native path compiles the same two rules to SQL.
 """
 
 from __future__ import annotations
@@ -20,11 +19,6 @@ def cleanup_time(max_timestamp: int, allowed_lateness_ms: int, event_time: bool)
     return MAX_TS if t >= MAX_TS or max_timestamp >= MAX_TS else t
 
 
-def is_window_late(max_timestamp: int, allowed_lateness_ms: int, watermark: int,
-                   event_time: bool) -> bool:
-    return event_time and cleanup_time(max_timestamp, allowed_lateness_ms, True) <= watermark
-
-
-def is_element_late(ts_ms: int, allowed_lateness_ms: int, watermark: int,
-                    event_time: bool) -> bool:
-    return event_time and ts_ms + allowed_lateness_ms <= watermark
+def is_late(cleanup_at: int, watermark: int, event_time: bool) -> bool:
+    """Whether a window whose cleanup time is ``cleanup_at`` is past the watermark."""
+    return event_time and cleanup_at <= watermark

@@ -12,5 +12,5 @@ STATE, NEXT_ET, NEXT_PT, SIZE, FORMAT = ("__wl_state", "__wl_next_et", "__wl_nex
                                          "__wl_size", "__wl_format")
 VALUE, SRC = "__wl_value", "__wl_src"
 ABSENT = "__wl_absent"   # test hook: array<string> of columns absent from the element
-RESULT_JSON = "result_json"
+from windowlib.core.outputs import RESULT_JSON  # noqa: E402  (re-exported)
 PHASE_TIMERS_PT, PHASE_ELEMENTS, PHASE_TIMERS_WM, PHASE_FINISH = 0, 1, 2, 3

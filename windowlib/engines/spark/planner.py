@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
-from windowlib.core.driver import RESERVED_COLUMNS
+from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.triggers import AfterEndOfWindow, CountAtLeast, CountTrigger, EventTimeTrigger
 from windowlib.engines.spark.native_aggs import NATIVE_KINDS
