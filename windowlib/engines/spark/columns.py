@@ -1,5 +1,14 @@
-"""Column names and phases of the Spark engine's tagged output (shared by the general path's
-run planning, its walker in the Python workers, the native path and the test harness)."""
+"""Column names of the Spark engine's tagged output (shared by the general path's run planning,
+its walker in the Python workers, the native path and the test harness). The step phases and
+the public names come from the core (``core.loop``, ``core.outputs``)."""
+
+from windowlib.core.loop import PHASE_ELEMENTS, PHASE_FINISH, PHASE_TIMERS_PT, PHASE_TIMERS_WM
+from windowlib.core.outputs import RESULT_JSON
+
+__all__ = ["ABSENT", "CHECK_EVERY", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "FLUSH_ROWS",
+           "FORMAT", "KIND", "NEXT_ET", "NEXT_PT", "PHASE", "PHASE_ELEMENTS", "PHASE_FINISH",
+           "PHASE_TIMERS_PT", "PHASE_TIMERS_WM", "REASON", "RESULT_JSON", "SIZE", "SRC",
+           "STATE", "SUB", "VALUE", "B", "N"]
 
 DEFAULT_MAX_KEY_STATE = 5_000_000
 CHECK_EVERY = 4096
@@ -12,5 +21,3 @@ STATE, NEXT_ET, NEXT_PT, SIZE, FORMAT = ("__wl_state", "__wl_next_et", "__wl_nex
                                          "__wl_size", "__wl_format")
 VALUE, SRC = "__wl_value", "__wl_src"
 ABSENT = "__wl_absent"   # test hook: array<string> of columns absent from the element
-from windowlib.core.outputs import RESULT_JSON  # noqa: E402  (re-exported)
-PHASE_TIMERS_PT, PHASE_ELEMENTS, PHASE_TIMERS_WM, PHASE_FINISH = 0, 1, 2, 3
