@@ -65,13 +65,9 @@ def run_bundles(pipeline: Pipeline, bundles: Sequence[Bundle], engine: str = "re
 
 def _run_reference(pipeline: Pipeline, bundles: list[Bundle], finalize: bool,
                    watermark: WatermarkStrategy | None) -> tuple[list, list, list]:
-    from windowlib.engines.reference import ReferenceEngine
+    from windowlib.engines.base import TimePolicy
+    from windowlib.engines.reference import ReferenceExecutor
 
-    engine = ReferenceEngine(pipeline, watermark=watermark)
-    for b in bundles:
-        engine.process_bundle(b.elements, processing_time=b.processing_time,
-                              watermark=b.watermark)
-    if finalize:
-        engine.finish()
-    late = [{**row, "reason": "too_late"} for row, _ in engine.sink.late]
-    return engine.sink.firings, late, engine.rejects
+    out = ReferenceExecutor().run(pipeline, bundles,
+                                  time=TimePolicy(watermark=watermark, finalize=finalize)).outputs
+    return out.firings, out.late, out.rejects

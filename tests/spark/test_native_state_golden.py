@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import windowlib as wl
+from windowlib.core.loop import RunClock
 from windowlib.engines.spark.native_incremental import (
     NATIVE_STATE_FORMAT,
     run_native_incremental,
 )
-from windowlib.engines.spark.state import RunClock
 from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.spark

@@ -13,10 +13,11 @@ from pyspark import cloudpickle
 import windowlib as wl
 from windowlib import aggregates as agg
 from windowlib.core.errors import StateError
+from windowlib.core.loop import RunClock
 from windowlib.engines.spark.bundles import BundleOverride
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.general import run_general
-from windowlib.engines.spark.state import STATE_FORMAT_VERSION, RunClock
+from windowlib.engines.spark.state import STATE_FORMAT_VERSION
 
 pytestmark = pytest.mark.spark
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

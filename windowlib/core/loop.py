@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
-from windowlib.core.errors import InputError
+from windowlib.core.errors import InputError, StateError
 from windowlib.core.time import MIN_TS, timestamp_ms
 
 # --- admission: why an element cannot be processed --------------------------------------------
@@ -103,6 +103,29 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
 
 
 # --- the clocks of a run's bundles ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunClock:
+    """Where global time stands between runs (ms; ``MIN_TS`` = not yet known): what a
+    checkpoint records next to the pane state, and where the next run's clocks start."""
+
+    watermark: int = MIN_TS
+    processing_time: int = MIN_TS
+    max_event_ts: int = MIN_TS
+
+    def to_dict(self) -> dict[str, int]:
+        return {"watermark": self.watermark, "processing_time": self.processing_time,
+                "max_event_ts": self.max_event_ts}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunClock:
+        try:
+            return cls(int(data["watermark"]), int(data["processing_time"]),
+                       int(data["max_event_ts"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"corrupt run clock in the checkpoint: {data!r}",
+                             code="CHECKPOINT_CORRUPT") from exc
+
 
 @dataclass
 class BundleClock:

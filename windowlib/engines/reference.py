@@ -37,8 +37,10 @@ from windowlib.core.loop import (
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from windowlib.engines.base import EngineRun, Executor, PriorState, RunClock, TimePolicy
 
 SNAPSHOT_FORMAT_VERSION = 1
+STATE_KIND = "reference-snapshot"
 
 
 @dataclass
@@ -256,3 +258,46 @@ def _key_order(key: tuple) -> str:
 
 
 _KEY_ORDERS: dict[tuple, str] = {}
+
+
+@dataclass
+class ListOutputs:
+    """The reference executor's outputs: firing rows as ``KeyDriver`` emits them, late and
+    rejected elements with their ``reason``, side outputs by tag, and the new state (a
+    snapshot; ``None`` after a finalized run, when nothing is left)."""
+
+    firings: list[dict]
+    late: list[dict]
+    rejects: list[dict]
+    side_outputs: dict[str, list[Any]]
+    state: dict | None
+
+
+class ReferenceExecutor(Executor):
+    """``Executor`` over plain Python bundles (objects with ``elements``, ``processing_time``
+    and ``watermark``, e.g. ``windowlib.testing.Bundle``); prior state is a snapshot."""
+
+    name = "reference"
+
+    def run(self, pipeline: Pipeline, bundles: Any, *, prior: PriorState | None = None,
+            time: TimePolicy | None = None) -> EngineRun[ListOutputs]:
+        time = time or TimePolicy()
+        if time.processing_time is not None or time.arrival_interval is not None \
+                or time.bundles:
+            raise InputError("the reference engine takes bundle times from its bundles",
+                             code="ARGUMENT_INVALID")
+        engine = ReferenceEngine(pipeline, watermark=time.watermark,
+                                 snapshot=None if prior is None else prior.state)
+        for bundle in bundles:
+            engine.process_bundle(bundle.elements, processing_time=bundle.processing_time,
+                                  watermark=bundle.watermark)
+        clock = RunClock(engine.times.watermark, engine.times.processing_time,
+                         engine.max_event_ts)
+        if time.finalize:
+            engine.finish()
+        late = [{**row, "reason": "too_late"} for row, _ in engine.sink.late]
+        outputs = ListOutputs(engine.sink.firings, late, engine.rejects,
+                              engine.sink.side_outputs,
+                              None if time.finalize else engine.snapshot())
+        return EngineRun(outputs, clock, path=self.name, state_kind=STATE_KIND,
+                         inputs=engine.stats.inputs)

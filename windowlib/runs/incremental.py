@@ -149,9 +149,9 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     ``path``: ``"auto"`` (the path of the saved state; for a first run the planner's choice,
     ``planner.incremental_path``), or ``"native"``/``"general"`` to insist (a mismatch with
     the saved state's path is a ``StateError``)."""
+    from windowlib.core.loop import RunClock
     from windowlib.engines.spark.general import DEFAULT_MAX_KEY_STATE, run_general
     from windowlib.engines.spark.session import get_or_create_session
-    from windowlib.engines.spark.state import RunClock
     from windowlib.runs.frames import FrameInfo, read_frame
     from windowlib.runs.run_outputs import stage_outputs
     from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import InputError
+from windowlib.core.loop import RunClock
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
@@ -81,7 +82,7 @@ from windowlib.engines.spark.columns import (
     B,
     N,
 )
-from windowlib.engines.spark.state import STATE_FORMAT_VERSION, RunClock, check_state_frame
+from windowlib.engines.spark.state import STATE_FORMAT_VERSION, check_state_frame
 from windowlib.engines.spark.walker import WalkConfig, make_walker, naive_type
 
 # re-exported: the native path, the engine and the test harness import these from here

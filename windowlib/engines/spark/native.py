@@ -145,7 +145,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                    bundle_stats: Mapping[Any, Any] | None = None,
                    footer_stats: bool = True, clock: Any = None) -> NativeInputs:
     """Plan the bundles and build the row-level frames of the native path (lazy; nothing is
-    collected). ``clock`` (``state.RunClock``) continues an incremental run's time: the first
+    collected). ``clock`` (``core.loop.RunClock``) continues an incremental run's time: the first
     bundle meets its watermark. See ``run_native`` for the bundle-plan sources."""
     from pyspark.sql import functions as F
 

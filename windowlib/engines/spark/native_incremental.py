@@ -129,7 +129,7 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
                            processing_time: Any = None, state: Any = None,
                            clock: Any = None) -> NativeIncrementalRun:
     """One incremental run over ``df`` (this run's new rows) continuing from ``state`` (the
-    previous run's window state, or ``None``) and ``clock`` (``state.RunClock``)."""
+    previous run's window state, or ``None``) and ``clock`` (``core.loop.RunClock``)."""
     from pyspark.sql import functions as F
 
     inputs = prepare_native(pipeline, df, arrival, watermark=watermark, order_by=order_by,

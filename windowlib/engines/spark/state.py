@@ -16,43 +16,19 @@ the key gets no new elements and no timer of it comes due (the row is copied as 
 Python cost follows new data plus state that has work to do, not the whole history.
 
 Global run time (watermark, processing time, largest accepted event time) is not per key: it
-is the ``RunClock`` the checkpoint records next to this frame.
+is the ``core.loop.RunClock`` the checkpoint records next to this frame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import StateError
-from windowlib.core.time import MIN_TS
 
 STATE_FORMAT_VERSION = 1
 STATE_COLUMNS = ("state", "next_event_timer", "next_processing_timer", "entries",
                  "format_version")
-
-
-@dataclass(frozen=True)
-class RunClock:
-    """Where global time stands between runs (ms; ``MIN_TS`` = not yet known)."""
-
-    watermark: int = MIN_TS
-    processing_time: int = MIN_TS
-    max_event_ts: int = MIN_TS
-
-    def to_dict(self) -> dict[str, int]:
-        return {"watermark": self.watermark, "processing_time": self.processing_time,
-                "max_event_ts": self.max_event_ts}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> RunClock:
-        try:
-            return cls(int(data["watermark"]), int(data["processing_time"]),
-                       int(data["max_event_ts"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"corrupt run clock in the checkpoint: {data!r}",
-                             code="CHECKPOINT_CORRUPT") from exc
 
 
 def state_schema(key_fields: Sequence[Any]) -> Any:
