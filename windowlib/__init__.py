@@ -5,6 +5,7 @@ Importing ``windowlib`` is cheap: it loads only the pure-Python core; engines lo
 """
 
 from windowlib import aggregates
+from windowlib.core import pipeline as _pipeline_module
 from windowlib.core.assigners import (
     EventTimeSessionWindows,
     GlobalWindows,
@@ -66,8 +67,11 @@ from windowlib.core.watermarks import (
     WatermarkStrategy,
 )
 from windowlib.core.windows import GlobalWindow, TimeWindow
+from windowlib.engines import spark_engine as _spark_engine
 
 __version__ = "0.1.0"
+
+_pipeline_module.use_engine(_spark_engine())
 
 __all__ = [
     "AggregateFunction", "All", "Any", "BoundedOutOfOrderness", "CalendarWindows", "Context",

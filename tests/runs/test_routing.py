@@ -107,9 +107,8 @@ def test_a_location_that_holds_files_is_refused(spark, tmp_path):
 
 
 def test_run_outputs_have_the_columns_of_the_public_frames(spark):
-    from windowlib.engines.spark.engine import _public_frames
     from windowlib.engines.spark.general import run_general
-    from windowlib.runs.run_outputs import routed_run_frame
+    from windowlib.runs.run_outputs import routed_frame
     from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN
 
     p = (wl.Pipeline("routing_cols", timestamp="ts").key_by("key")
@@ -122,11 +121,10 @@ def test_run_outputs_have_the_columns_of_the_public_frames(spark):
         f"{ERROR_COLUMN} string, {CORRUPT_COLUMN} string")
     run = run_general(p, df.drop(ERROR_COLUMN, CORRUPT_COLUMN), "arrival", emit_state=True,
                       persist=False)
-    public = _public_frames(run, "r1")
-    _, written, schemas = routed_run_frame(run, "r1", df, "ts")
-    want = {"firings": public.firings, "late": public.late, "rejects": public.rejects,
-            "side_outputs": run.side_outputs(), "state": run.state()}
-    for name, frame in want.items():
+    outputs = run.outputs("r1")
+    _, written, schemas = routed_frame(outputs, df, "ts")
+    for name in ("firings", "late", "rejects", "side_outputs", "state"):
+        frame = outputs.frame(name)
         assert written[name] == frame.columns, name
         assert [f.dataType for f in schemas[name].fields] == [
             f.dataType for f in frame.schema.fields], name

@@ -170,8 +170,8 @@ def test_native_run_from_footers_equals_the_run_from_the_aggregate(spark, tmp_pa
                        finalize=True, footer_stats=flag) for flag in (True, False)]
     assert runs[0].plan_source == "parquet footers"
     assert runs[1].plan_source == "aggregate job"
-    outputs = [[sorted(map(tuple, frame.collect())) for frame in run.public("r")]
-               for run in runs]
+    outputs = [[sorted(map(tuple, run.outputs("r").frame(name).collect()))
+                for name in ("firings", "late", "rejects")] for run in runs]
     assert outputs[0] == outputs[1]
     assert any(row[4] == "LATE" for row in outputs[0][0])     # timing column
 

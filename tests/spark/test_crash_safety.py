@@ -53,8 +53,8 @@ def expected(spark, tmp_path_factory):
     return _rows(spark, job.locations(uri)[1])
 
 
-@pytest.mark.parametrize("fault", ["after_stage_state", "after_stage_outputs",
-                                   "after_stage_manifest", "before_commit", "after_commit"])
+@pytest.mark.parametrize("fault", ["after_stage", "after_stage_manifest", "before_commit",
+                                   "after_commit"])
 def test_killed_run_then_rerun_equals_uninterrupted(spark, tmp_path, expected, fault):
     assert fault in FAULT_POINTS
     write_synthetic(tmp_path / DATA_PATH, hours=3, events_per_hour=60, keys=4)

@@ -14,7 +14,7 @@ import windowlib as wl
 from windowlib import aggregates as agg
 from windowlib.core.errors import StateError
 from windowlib.core.loop import RunClock
-from windowlib.engines.spark.bundles import BundleOverride
+from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.general import run_general
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION
@@ -64,7 +64,7 @@ def rows_and_bundles(seed: int, n_bundles: int = 8) -> tuple[list[dict], dict]:
     rows, times = [], {}
     for b in range(n_bundles):
         p = (b + 1) * 7_000
-        times[b] = BundleOverride(processing_time=p, watermark=None)
+        times[b] = BundleTimes(processing_time=p, watermark=None)
         for _ in range(rng.randint(0, 7)):
             ts = p - rng.randint(-2_000, 25_000)
             rows.append({"key": rng.choice("abcd"), "ts": ts, "value": rng.randint(0, 10),
@@ -95,7 +95,7 @@ def outputs(general) -> tuple[list, list, list, list]:
         "__wl_element", "__wl_reason", "watermark").collect()
     rejects = tagged.filter(F.col("__wl_kind") == "reject").select(
         "__wl_element", "__wl_reason").collect()
-    side = general.side_outputs().collect()
+    side = general.outputs(None).frame("side_outputs").collect()
     return tuple(_sorted(tuple(r) for r in rows) for rows in (firings, late, rejects, side))
 
 
@@ -111,10 +111,11 @@ def materialize(spark, frame, tmp_path, name):
 
 
 def clock_after(general) -> RunClock:
-    plan = general.plan
-    if not len(plan):
-        return RunClock(plan.initial_watermark, plan.initial_processing_time)
-    return RunClock(plan.watermarks[-1], plan.processing_times[-1], plan.max_event_ts[-1])
+    return general.plan.clock_after()
+
+
+def state_of(general):
+    return general.outputs(None).frame("state")
 
 
 CASES = [(name, False) for name in sorted(pipelines())] + [
@@ -136,7 +137,7 @@ def test_runs_split_at_any_bundle_equal_one_run(spark, tmp_path, name, finalize)
         part = run(spark, pipeline, rows, times, range(lo, hi), state=state, clock=clock,
                    finalize=finalize and last)
         got = tuple(_sorted(a + b) for a, b in zip(got, outputs(part)))
-        state = materialize(spark, part.state(), tmp_path, f"state{i}")
+        state = materialize(spark, state_of(part), tmp_path, f"state{i}")
         clock = clock_after(part)
     assert got == expected
 
@@ -145,14 +146,16 @@ def test_counts_conserve_inputs_and_state_rows_match_live_keys(spark):
     pipeline = pipelines()["tumbling_early_retracting"]
     rows, times = rows_and_bundles(seed=3)
     general = run(spark, pipeline, rows, times, range(8))
-    counts = general.counts()
+    out = general.outputs(None)
+    processed = out.frame("stats").groupBy().sum("processed").first()[0]
+    late, rejects = out.frame("late").count(), out.frame("rejects").count()
     assert sum(general.plan.counts) == len(rows)
-    assert counts["processed"] + counts["late"] + counts["rejects"] == len(rows)
-    assert counts["rejects"] == 2
-    state = general.state().collect()
-    assert counts["state_rows"] == len(state) > 0
+    assert processed + late + rejects == len(rows)
+    assert rejects == 2
+    state = out.frame("state").collect()
+    assert len(state) > 0
     assert {r["format_version"] for r in state} == {STATE_FORMAT_VERSION}
-    assert counts["state_entries"] == sum(r["entries"] for r in state)
+    assert all(r["entries"] > 0 for r in state)
 
 
 def test_idle_key_state_passes_through_unparsed(spark, tmp_path):
@@ -160,16 +163,16 @@ def test_idle_key_state_passes_through_unparsed(spark, tmp_path):
     rows = [{"key": "idle", "ts": 1_000, "value": 1, "b": 0},
             {"key": "busy", "ts": 1_000, "value": 1, "b": 0},
             {"key": "busy", "ts": 1_500, "value": 2, "b": 1}]
-    times = {0: BundleOverride(1_000, 0), 1: BundleOverride(2_000, 100)}
+    times = {0: BundleTimes(1_000, 0), 1: BundleTimes(2_000, 100)}
     first = run(spark, pipeline, rows, times, [0])
-    state = materialize(spark, first.state(), tmp_path, "s0")
+    state = materialize(spark, state_of(first), tmp_path, "s0")
     before = {r["key"]: r["state"] for r in state.collect()}
     # the idle key's text is replaced by garbage: passing it through must not parse it
     from pyspark.sql import functions as F
     tampered = state.withColumn("state", F.when(F.col("key") == "idle", F.lit("not json"))
                                 .otherwise(F.col("state")))
     second = run(spark, pipeline, rows, times, [1], state=tampered, clock=clock_after(first))
-    after = {r["key"]: r["state"] for r in second.state().collect()}
+    after = {r["key"]: r["state"] for r in state_of(second).collect()}
     assert after["idle"] == "not json"
     assert after["busy"] != before["busy"]
 
@@ -180,9 +183,9 @@ def test_corrupt_state_of_a_key_with_work_fails_with_a_code(spark, tmp_path):
     pipeline = pipelines()["sessions_process_state"]
     rows = [{"key": "a", "ts": 1_000, "value": 1, "b": 0},
             {"key": "a", "ts": 1_500, "value": 2, "b": 1}]
-    times = {0: BundleOverride(1_000, 0), 1: BundleOverride(2_000, 100)}
+    times = {0: BundleTimes(1_000, 0), 1: BundleTimes(2_000, 100)}
     first = run(spark, pipeline, rows, times, [0])
-    state = materialize(spark, first.state(), tmp_path, "s0")
+    state = materialize(spark, state_of(first), tmp_path, "s0")
     for column, value, code in (("state", F.lit("{truncated"), "CHECKPOINT_CORRUPT"),
                                 ("format_version", F.lit(99), "CHECKPOINT_FORMAT_UNSUPPORTED")):
         bad = state.withColumn(column, value.cast(state.schema[column].dataType))

@@ -12,7 +12,7 @@ import json
 import sys
 
 from windowlib.state.checkpoint import CheckpointStore, RunRecord
-from windowlib.state.faults import fault_point
+from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import FileEntry
 from windowlib.state.objectstore import open_store
 
@@ -35,10 +35,9 @@ def main(root: str, run_id: str, specs: list[str]) -> None:
     staging = cs.begin(run_id, parent=parent)
     open_store(staging.uri("state")).write_bytes("total.json", json.dumps({"total": total})
                                                  .encode())
-    fault_point("after_stage_state")
     open_store(staging.uri("firings")).write_bytes(
         "part-0.json", json.dumps(sorted(f.path for f in new)).encode())
-    fault_point("after_stage_outputs")
+    fault_point(CrashPoint.AFTER_STAGE)
     commit = cs.commit(staging, RunRecord(watermark_ms=total, consumed=new))
     print(f"committed {commit.version}")
 

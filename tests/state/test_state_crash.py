@@ -102,7 +102,8 @@ def test_kill_at_fault_point_then_rerun_equals_uninterrupted(request, root_uri, 
 @pytest.mark.parametrize("setting,killed", [("", False), ("before_commit", False),
                                             ("before_commit, after_commit", True)])
 def test_fault_point_fires_only_when_named(setting, killed):
-    code = "from windowlib.state.faults import fault_point; fault_point('after_commit')"
+    code = ("from windowlib.state.faults import CrashPoint, fault_point; "
+            "fault_point(CrashPoint.AFTER_COMMIT)")
     env = dict(os.environ, WINDOWLIB_FAULT=setting, PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
     assert proc.returncode == (-signal.SIGKILL if killed else 0)

@@ -9,12 +9,11 @@ decides the contents of window state (used to refuse incompatible checkpoints).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from windowlib.core.aggregates import AggregateSet, DeclarativeAggregate
 from windowlib.core.assigners import GlobalWindows, WindowAssigner
@@ -276,25 +275,48 @@ class Pipeline:
             "function": describe_value(self.function),
         }
 
-    # --- execution (engines are plugged in by name; the core never imports them) ----------
+    # --- execution (an engine installs itself: ``use_engine``; the core imports none) -------
     def run(self, df: Any, arrival: str, watermark: Any = None, finalize: bool = False,
             **options: Any) -> Any:
         """Run on a Spark DataFrame (one-shot, in-memory state): returns ``firings``, ``late``
         and ``rejects`` DataFrames. ``arrival`` is the column whose values order bundles.
         See ``windowlib.engines.spark.engine.run_dataframe`` for the options."""
-        engine = importlib.import_module("windowlib.engines.spark.engine")
-        return engine.run_dataframe(self, df, arrival, watermark=watermark, finalize=finalize,
-                                    **options)
+        return _engine().run(self, df, arrival, watermark=watermark, finalize=finalize,
+                             **options)
 
     def explain(self) -> str:
         """Which Spark path runs this pipeline, and why."""
-        return importlib.import_module("windowlib.engines.spark.engine").explain(self)
+        return _engine().explain(self)
 
     @property
     def fingerprint(self) -> str:
         """Stable 16-hex-digit hash of ``describe()``."""
         text = json.dumps(self.describe(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class DataFrameEngine(Protocol):
+    """What ``Pipeline.run`` and ``Pipeline.explain`` call (the Spark engine's entry points)."""
+
+    def run(self, pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Any: ...
+
+    def explain(self, pipeline: Pipeline) -> str: ...
+
+
+_ENGINES: list[DataFrameEngine] = []
+
+
+def use_engine(engine: DataFrameEngine) -> None:
+    """Install the engine behind ``Pipeline.run``/``explain`` (``windowlib`` installs the
+    Spark engine, which loads on first use)."""
+    _ENGINES[:] = [engine]
+
+
+def _engine() -> DataFrameEngine:
+    if not _ENGINES:
+        raise DefinitionError("no engine is installed to run pipelines on DataFrames; "
+                              "import windowlib", code="ENGINE_UNKNOWN")
+    return _ENGINES[0]
 
 
 def _check_callable(fn: Any, what: str) -> None:

@@ -92,8 +92,9 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def run(self, pipeline: Pipeline, bundles: Any, *, prior: PriorState | None = None,
-            time: TimePolicy | None = None) -> EngineRun[Any]:
-        """Run ``pipeline`` over ``bundles`` (the engine's input type) from ``prior``.
+            time: TimePolicy | None = None, run_id: str | None = None) -> EngineRun[Any]:
+        """Run ``pipeline`` over ``bundles`` (the engine's input type) from ``prior``;
+        ``run_id`` is stamped on the firings.
 
         Must not mutate its arguments. Raises ``DefinitionError`` when this executor cannot
         run the pipeline, ``InputError`` for input it cannot accept as a whole, ``StateError``

@@ -280,7 +280,8 @@ class ReferenceExecutor(Executor):
     name = "reference"
 
     def run(self, pipeline: Pipeline, bundles: Any, *, prior: PriorState | None = None,
-            time: TimePolicy | None = None) -> EngineRun[ListOutputs]:
+            time: TimePolicy | None = None, run_id: str | None = None
+            ) -> EngineRun[ListOutputs]:
         time = time or TimePolicy()
         if time.processing_time is not None or time.arrival_interval is not None \
                 or time.bundles:

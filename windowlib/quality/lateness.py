@@ -3,7 +3,8 @@
 Invariants: computed with one Spark aggregate (nothing but the bucket counts reaches the
 driver); every bucket of ``LATENESS_BUCKETS`` is returned, in order, zeros included, so charts
 over runs line up; rows whose lateness cannot be computed (null event time or watermark) are
-counted under ``unknown``, which appears only when non-zero.
+counted under ``unknown``, which appears only when non-zero. The buckets are
+``runs.lateness``'s (the same as a run's recorded histogram).
 """
 
 from __future__ import annotations
@@ -12,33 +13,17 @@ from typing import Any
 
 from windowlib.core.errors import InputError
 from windowlib.core.pipeline import Pipeline
-
-_HOUR_MS = 3_600_000
-#: (label, exclusive upper bound in ms); the last bucket is unbounded.
-LATENESS_BUCKETS: tuple[tuple[str, int | None], ...] = (
-    ("<1h", _HOUR_MS), ("1-6h", 6 * _HOUR_MS), ("6-24h", 24 * _HOUR_MS), (">1d", None))
-UNKNOWN = "unknown"
+from windowlib.runs.lateness import LATENESS_BUCKETS, UNKNOWN, bucket_of, event_ms
 
 
 def _event_ms(df: Any, column: str) -> Any:
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     if column not in df.columns:
         raise InputError(f"the late output has no event-time column {column!r} "
                          f"(columns: {', '.join(df.columns)})", code="COLUMN_MISSING")
-    dtype = df.schema[column].dataType
-    col = F.col(f"`{column}`")
-    if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
-        return F.unix_millis(col.cast("timestamp"))
-    if isinstance(dtype, T.DateType):
-        return F.unix_millis(col.cast("timestamp"))
-    if isinstance(dtype, T.IntegralType):
-        return col.cast("long")
-    if isinstance(dtype, T.StringType):
-        return F.unix_millis(F.try_to_timestamp(col))
-    raise InputError(f"event-time column {column!r} has type {dtype.simpleString()}; expected "
-                     "a timestamp, integer ms or ISO string", code="TIMESTAMP_INVALID")
+    return event_ms(F.col(f"`{column}`"), df.schema[column].dataType,
+                    f"event-time column {column!r}")
 
 
 def lateness_histogram(late_df: Any, timestamp: str | Pipeline = "ts",
@@ -53,11 +38,7 @@ def lateness_histogram(late_df: Any, timestamp: str | Pipeline = "ts",
     ts_col = timestamp.timestamp if isinstance(timestamp, Pipeline) else timestamp
     if watermark not in late_df.columns:
         raise InputError(f"the late output has no {watermark!r} column", code="COLUMN_MISSING")
-    lateness = F.unix_millis(F.col(f"`{watermark}`")) - _event_ms(late_df, ts_col)
-    bucket = F.when(lateness.isNull(), F.lit(UNKNOWN))
-    for label, bound in LATENESS_BUCKETS:
-        bucket = bucket.when(lateness < bound, F.lit(label)) if bound is not None else \
-            bucket.otherwise(F.lit(label))
+    bucket = bucket_of(F.col(f"`{watermark}`"), _event_ms(late_df, ts_col))
     labels = [label for label, _ in LATENESS_BUCKETS] + [UNKNOWN]
     sums = [F.sum(F.when(bucket == label, 1).otherwise(0)).cast("long").alias(f"b{i}")
             for i, label in enumerate(labels)]

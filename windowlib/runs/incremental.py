@@ -2,17 +2,16 @@
 
 A run consumes only input files the checkpoint's manifest has not seen, continues from the last
 committed checkpoint (pane state + run clock) and publishes outputs and the new checkpoint with
-ONE conditional write of the commit record (``windowlib.state``). The three steps are separate
+ONE conditional write of the commit record (``windowlib.state``). The steps are separate
 functions so that an orchestrator can run them as separate tasks, passing only small JSON:
 
-- ``plan_run`` lists the source, compares it with the manifest: the new files per partition
+- ``plan_run`` lists the source and compares it with the manifest: the new files per partition
   (each partition with new files is one bundle, in partition order). Nothing new → nothing to do.
-- ``stage_run`` reads exactly those files (Spark tasks), runs the engine from the saved state
-  and clock, and writes firings, late, rejects, side outputs and the new pane state under a
-  fresh staging prefix — all in ONE Spark job whose per-file and per-group counts give the
-  run's figures (``run_outputs.py``); with the bundle plan's aggregate a run is a handful of
-  Spark jobs, each paying Spark's scheduling latency once. It records the pending commit
-  (``pending.json``) there. Nothing is visible yet.
+- ``stage_run`` reads exactly those files (Spark tasks), runs the engine through the executor
+  contract (``engines.spark.executors.SparkExecutor``) from the saved state and clock, and
+  writes every output and the new pane state under a fresh staging prefix in ONE Spark job
+  whose counts give the run's figures (``run_outputs.py``). The commit it will make is staged
+  too (``pending.json``, for a publish in another process); nothing is visible yet.
 - ``publish_run`` commits the staged version (or fails with ``CHECKPOINT_CONFLICT`` when
   another run published first; the loser's files are removed).
 
@@ -20,33 +19,37 @@ Reruns: files that land late in an already-consumed partition are new files; the
 whose processing time is ``max(P_prev, end of partition)`` — the current processing time — and
 meet the current watermark, so windows within allowed lateness fire LATE (pane indices continue)
 and the rest goes to the late output. A retried run whose commit succeeded (same ``run_id``) is
-a no-op. Crash points (``windowlib.state.faults``): ``after_stage_state``,
-``after_stage_outputs``, ``before_commit``, ``after_commit``.
+a no-op. Crash points: ``state.faults.CrashPoint``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from windowlib.core.errors import InputError, StateError
+from windowlib.core.loop import RunClock
+from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import WatermarkStrategy
-from windowlib.runs.outputs import OUTPUTS, bind_output
-from windowlib.runs.source import PartitionedSource
+from windowlib.runs.outputs import bind_output
+from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
+from windowlib.runs.source import PartitionedSource, SourceFile
 from windowlib.runs.summary import RunSummary, iso_ms
-from windowlib.state.checkpoint import CheckpointStore, Staging
-from windowlib.state.faults import fault_point
+from windowlib.state.checkpoint import CheckpointStore, Commit, Staging
+from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import FileEntry
 from windowlib.state.records import RunRecord
 from windowlib.state.s3config import S3Settings
 
 Progress = Callable[[str], None]
+STAGED = ("state", *OUTPUTS)     # what a run stages, the pane state included
 
 
 def _now() -> str:
@@ -55,40 +58,6 @@ def _now() -> str:
 
 def new_run_id() -> str:
     return f"run-{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-def _entry(f: Any) -> FileEntry:
-    version = str(f.version)
-    return FileEntry(path=f.path, size=int(f.size), etag=version,
-                     partition=f.partition_value)
-
-
-@dataclass
-class RunPlan:
-    """What a run will consume (JSON-able: ``to_dict``/``from_dict``)."""
-
-    pipeline: str
-    run_id: str
-    parent_version: int | None
-    bundles: list[dict[str, Any]] = field(default_factory=list)
-    # [{"partition": value, "processing_time_ms": int | None, "files": [FileEntry dict]}]
-
-    @property
-    def empty(self) -> bool:
-        return not self.bundles
-
-    @property
-    def files(self) -> list[FileEntry]:
-        return [FileEntry.from_dict(f) for b in self.bundles for f in b["files"]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pipeline": self.pipeline, "run_id": self.run_id,
-                "parent_version": self.parent_version, "bundles": self.bundles}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunPlan:
-        return cls(data["pipeline"], data["run_id"], data.get("parent_version"),
-                   list(data.get("bundles") or []))
 
 
 def open_checkpoint(pipeline: Pipeline, checkpoint: str | CheckpointStore,
@@ -102,40 +71,66 @@ def open_checkpoint(pipeline: Pipeline, checkpoint: str | CheckpointStore,
 
 
 def plan_run(pipeline: Pipeline, source: PartitionedSource, checkpoint: str | CheckpointStore,
-             *,
-             partitions: Sequence[Any] | None = None, run_id: str | None = None,
+             *, partitions: Sequence[Any] | None = None, run_id: str | None = None,
              settings: S3Settings | None = None) -> RunPlan:
     """The new files in the partitions to scan (``partitions``: ``(first, last)`` or None)."""
     cs = open_checkpoint(pipeline, checkpoint, settings)
     parent = cs.latest()
     manifest = cs.manifest(parent)
-    first, last = (partitions or (None, None)) if partitions is not None else (None, None)
+    first, last = partitions if partitions is not None else (None, None)
     bundles = []
     for part in source.list_partitions(first, last):
-        new = manifest.new_files([_entry(f) for f in part.files])
+        new = manifest.new_files([FileEntry(f.path, int(f.size), etag=str(f.version),
+                                            partition=f.partition_value) for f in part.files])
         if new:
-            bundles.append({"partition": part.value,
-                            "processing_time_ms": part.processing_time_ms,
-                            "files": [asdict(f) for f in new]})
+            bundles.append(PlannedBundle(part.value, part.processing_time_ms, tuple(new)))
     return RunPlan(pipeline.name, run_id or new_run_id(),
-                   parent.version if parent else None, bundles)
+                   parent.version if parent else None, tuple(bundles))
 
 
 @dataclass
 class StagedRun:
-    """A staged, unpublished run: where its files are and its summary so far."""
+    """A staged, unpublished run: where its files are, the commit it will make, its summary
+    so far and (in the staging process) the staged firings for the audit."""
 
     staging: Staging
     summary: RunSummary
     record: RunRecord
-    firings: Any = None   # the staged firings DataFrame (read back), for validation
+    firings: Any = None
+
+    @property
+    def details(self) -> CommitDetails:
+        return CommitDetails.of(self.record.extra)
 
     def ref(self) -> dict[str, Any]:
-        """Small JSON that ``publish_run`` needs in another process."""
+        """Small JSON that the audit and ``publish_run`` need in another process (the staged
+        firings' files included; the commit itself stays in ``pending.json``)."""
         s = self.staging
         return {"version": s.version, "generation": s.generation, "run_id": s.run_id,
                 "token": s.token, "parent_version": s.parent.version if s.parent else None,
-                "names": sorted(s.names), "summary": self.summary.to_dict()}
+                "names": sorted(s.names), "summary": self.summary.to_dict(),
+                "firings": self.details.frames.get("firings")}
+
+
+def _prior(parent: Commit | None, spark: Any, settings: S3Settings | None) -> Any:
+    """The engine's ``PriorState``: the committed clock and exactly the committed state files
+    (never a listing that could see leftovers)."""
+    from windowlib.engines.base import PriorState
+    from windowlib.runs.frames import FrameInfo, read_frame
+
+    if parent is None:
+        return PriorState()
+    clock = RunClock(*(MIN_TS if v is None else int(v) for v in (
+        parent.watermark_ms, parent.processing_time_ms, parent.max_event_time_ms)))
+    details = CommitDetails.of(parent.extra)
+    info = details.frames.get("state")
+    if not (details.state_schema and info and "state" in parent.record["prefixes"]):
+        return PriorState(clock)
+    from pyspark.sql.types import StructType
+
+    frame = read_frame(spark, FrameInfo.from_dict(info),
+                       StructType.fromJson(details.state_schema), settings=settings)
+    return PriorState(clock, frame, details.state_kind)
 
 
 def stage_run(pipeline: Pipeline, source: PartitionedSource,
@@ -146,13 +141,16 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
               max_key_state: int | None = None, path: str = "auto") -> StagedRun:
     """Run the engine over the plan's new files from the saved state; stage everything.
 
-    ``path``: ``"auto"`` (the path of the saved state; for a first run the planner's choice,
-    ``planner.incremental_path``), or ``"native"``/``"general"`` to insist (a mismatch with
-    the saved state's path is a ``StateError``)."""
-    from windowlib.core.loop import RunClock
-    from windowlib.engines.spark.general import DEFAULT_MAX_KEY_STATE, run_general
+    ``path``: ``"auto"`` (the path of the saved state; for a first run the planner's choice),
+    or ``"native"``/``"general"`` to insist (a mismatch with the saved state's path is a
+    ``StateError``). ``processing_time``: the logical time of partitions whose value is not a
+    time (default: now)."""
+    from pyspark.sql import functions as F
+
+    from windowlib.engines.base import TimePolicy
+    from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
     from windowlib.engines.spark.session import get_or_create_session
-    from windowlib.runs.frames import FrameInfo, read_frame
+    from windowlib.runs.frames import io_parallelism, read_frame
     from windowlib.runs.run_outputs import stage_outputs
     from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN
 
@@ -161,127 +159,90 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     spark = spark or get_or_create_session()
     cs = open_checkpoint(pipeline, checkpoint, settings)
     parent = cs.latest()
-    if (parent.version if parent else None) != plan.parent_version:
-        raise StateError(f"pipeline {pipeline.name!r}: the checkpoint moved to version "
-                         f"{parent.version if parent else None} since this run was planned "
-                         f"on {plan.parent_version}; another run holds the pipeline — plan "
-                         "again", code="CHECKPOINT_CONFLICT")
+    _check_parent(pipeline, parent, plan.parent_version)
     bind_output(output, cs, pipeline, settings)
-    summary = RunSummary(pipeline=pipeline.name, run_id=plan.run_id, status="staged",
-                         started_at=_now(), path="general")
-
-    # --- read exactly the new files (cached: the bundle plan, the engine and the rejects of
-    # bad rows/files all read it; the bundle plan's aggregate fills the cache) ---------------
-    files = _source_files(plan)
+    files = [SourceFile(f.path, int(f.size), str(f.etag), b.partition)
+             for b in plan.bundles for f in b.files]
     say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
     frame = source.read(spark, files).frame
-    from pyspark.sql import functions as F
-
-    # --- the engine, from the saved state and clock --------------------------------------
-    clock = RunClock()
-    state = None
-    path = choose_path(pipeline, frame, parent, path)   # only the frame's schema is read
-    summary.path = path
-    if path == "native":
+    prior = _prior(parent, spark, settings)
+    options = {} if max_key_state is None else {"max_key_state": max_key_state}
+    executor = SparkExecutor(path=path, incremental=True, result_schema=result_schema,
+                             persist=False, **options)
+    rows_schema = frame.drop(ERROR_COLUMN, CORRUPT_COLUMN).schema
+    chosen, _ = executor.choose(pipeline, rows_schema, prior)
+    target = io_parallelism(spark, 1 << 30)
+    if chosen == "native" and len(files) < target:
         # a task reads whole files: with fewer files than cores, spread the rows before the
         # native plan's row stages (the general path shuffles by key anyway)
-        from windowlib.runs.frames import io_parallelism
-
-        target = io_parallelism(spark, 1 << 30)
-        if len(files) < target:
-            frame = frame.repartition(target)
-    frame = frame.persist()
-    good = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull())
-    if parent is not None:
-        clock = RunClock(_ms(parent.watermark_ms), _ms(parent.processing_time_ms),
-                         _ms(parent.max_event_time_ms))
-        schema = parent.extra.get("state_schema")
-        info = (parent.extra.get("frames") or {}).get("state")
-        if schema and info and "state" in parent.record["prefixes"]:
-            from pyspark.sql.types import StructType
-
-            # exactly the committed files (never a listing that could see leftovers)
-            state = read_frame(spark, FrameInfo.from_dict(info), StructType.fromJson(schema),
-                               settings=settings)
-    times = {b["partition"]: b["processing_time_ms"] for b in plan.bundles
-             if b["processing_time_ms"] is not None}
-    logical = processing_time
-    if logical is None and len(times) < len(plan.bundles):
-        logical = _dt.datetime.now(_dt.UTC)
-    given: Any = times if logical is None else {
-        b["partition"]: times.get(b["partition"], logical) for b in plan.bundles}
-    say("running the pipeline")
-    run = None
+        frame = frame.repartition(target)
+    frame = frame.persist()    # the bundle plan, the engine and the source rejects read it
     try:
-        rows = good.drop(ERROR_COLUMN, CORRUPT_COLUMN)
-        if path == "native":
-            from windowlib.engines.spark.native_incremental import run_native_incremental
-
-            run = run_native_incremental(pipeline, rows, source.partition, watermark=watermark,
-                                         order_by=list(source.arrival_order),
-                                         processing_time=given, state=state, clock=clock)
-        else:
-            run = run_general(pipeline, rows, source.partition, watermark=watermark,
-                              processing_time=given, order_by=list(source.arrival_order),
-                              result_schema=result_schema,
-                              max_key_state=max_key_state or DEFAULT_MAX_KEY_STATE,
-                              state=state, clock=clock, emit_state=True, persist=False)
-        # --- stage: every output and the new state in one Spark job ----------------------
+        rows = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull()) \
+            .drop(ERROR_COLUMN, CORRUPT_COLUMN)
+        say("running the pipeline")
+        logical = _dt.datetime.now(_dt.UTC) if processing_time is None else processing_time
+        policy = TimePolicy(watermark=watermark, processing_time=logical)
+        run = executor.run(pipeline, FrameBundles(rows, source.partition, source.arrival_order),
+                           prior=prior, time=policy, run_id=plan.run_id)
         staging = cs.begin(plan.run_id, parent=parent)
-    except BaseException:
-        frame.unpersist()
-        raise
-    try:
-        say(f"staging version {staging.version}")
-        staged_out = stage_outputs(run, plan.run_id, frame, pipeline.compile().timestamp,
-                                   {name: staging.uri(name) for name in ("state", *OUTPUTS)},
+        try:
+            say(f"staging version {staging.version}")
+            staged = stage_outputs(run.outputs, frame, pipeline.timestamp,
+                                   {name: staging.uri(name) for name in STAGED},
                                    settings=settings, token=staging.token)
-        fault_point("after_stage_state")
-        fault_point("after_stage_outputs")
-        infos = {name: staged_out.frames[name].to_dict() for name in ("state", *OUTPUTS)}
-        summary.inputs = (sum(run.plan.counts) + staged_out.schema_rejects
-                          + len(staged_out.bad_files))
-        summary.processed = staged_out.processed
-        summary.late = staged_out.late
-        summary.rejects = staged_out.rejects
-        summary.firings = staged_out.firings
-        summary.firings_by_timing = staged_out.by_timing
-        summary.retractions = staged_out.retractions
-        summary.side_outputs = staged_out.side_outputs
-        summary.state_rows = staged_out.state_rows
-        summary.state_entries = staged_out.state_entries
-        summary.state_bytes = staged_out.frames["state"].bytes
-        summary.files_consumed = len(files)
-        summary.partitions = [b["partition"] for b in plan.bundles]
-        summary.bad_files = staged_out.bad_files
-        summary.check_conservation()
-        summary.lateness_histogram = staged_out.lateness_histogram
-        plan_b = run.plan
-        w = plan_b.watermarks[-1] if len(plan_b) else clock.watermark
-        p = plan_b.processing_times[-1] if len(plan_b) else clock.processing_time
-        m = plan_b.max_event_ts[-1] if len(plan_b) else clock.max_event_ts
-        summary.version, summary.generation = staging.version, staging.generation
-        summary.watermark_ms = None if w == MIN_TS else w
-        summary.watermark, summary.processing_time = iso_ms(w), iso_ms(p)
-        record = RunRecord(
-            watermark_ms=w, processing_time_ms=p, max_event_time_ms=m,
-            stats={k: v for k, v in summary.to_dict().items()
-                   if k not in ("validation", "status", "published")},
-            extra={"state_schema": staged_out.state_schema.jsonValue(), "frames": infos,
-                   "state_kind": STATE_KINDS[path]},
-            consumed=plan.files, prefixes=["state", *OUTPUTS])
-        summary.seconds = round(time.monotonic() - started, 3)
-        staged = StagedRun(staging, summary, record)
-        staging.write_json("pending", {"record": _record_dict(record), **staged.ref()})
-        # exactly the staged files: no listing, and nothing is recomputed
-        staged.firings = read_frame(spark, staged_out.frames["firings"],
-                                    staged_out.firings_schema, settings=settings)
-        return staged
-    except BaseException:
-        staging.abort()
-        raise
+            fault_point(CrashPoint.AFTER_STAGE)
+            summary = _summary(pipeline, plan, run, staged, staging, files, started)
+            details = CommitDetails({name: staged.frames[name].to_dict() for name in STAGED},
+                                    staged.state_schema.jsonValue(), run.state_kind)
+            record = RunRecord(
+                watermark_ms=run.clock.watermark, processing_time_ms=run.clock.processing_time,
+                max_event_time_ms=run.clock.max_event_ts,
+                stats={k: v for k, v in summary.to_dict().items()
+                       if k not in ("validation", "status", "published")},
+                extra=details.to_extra(), consumed=plan.files, prefixes=list(STAGED))
+            result = StagedRun(staging, summary, record)
+            staging.write_json("pending", {"record": _record_dict(record), **result.ref()})
+            # exactly the staged files: no listing, and nothing is recomputed
+            result.firings = read_frame(spark, staged.frames["firings"],
+                                        staged.firings_schema, settings=settings)
+            return result
+        except BaseException:
+            staging.abort()
+            raise
     finally:
         frame.unpersist()
+
+
+def _check_parent(pipeline: Pipeline, parent: Commit | None, planned: int | None) -> None:
+    if (parent.version if parent else None) != planned:
+        raise StateError(f"pipeline {pipeline.name!r}: the checkpoint moved to version "
+                         f"{parent.version if parent else None} since this run was planned "
+                         f"on {planned}; another run holds the pipeline — plan again",
+                         code="CHECKPOINT_CONFLICT")
+
+
+def _summary(pipeline: Pipeline, plan: RunPlan, run: Any, staged: Any, staging: Staging,
+             files: list[SourceFile], started: float) -> RunSummary:
+    """The run's figures, from what the routed write counted (conservation checked here,
+    once, before anything is published)."""
+    summary = RunSummary(pipeline=pipeline.name, run_id=plan.run_id, status=RunStatus.STAGED,
+                         started_at=_now(), path=run.path,
+                         inputs=(run.inputs or 0) + staged.schema_rejects + len(staged.bad_files),
+                         processed=staged.processed, late=staged.late, rejects=staged.rejects,
+                         firings=staged.firings, firings_by_timing=staged.by_timing,
+                         retractions=staged.retractions, side_outputs=staged.side_outputs,
+                         state_rows=staged.state_rows, state_entries=staged.state_entries,
+                         state_bytes=staged.frames["state"].bytes, files_consumed=len(files),
+                         partitions=plan.partitions, bad_files=staged.bad_files,
+                         lateness_histogram=staged.lateness_histogram,
+                         version=staging.version, generation=staging.generation)
+    summary.check_conservation()
+    w = run.clock.watermark
+    summary.watermark_ms = None if w == MIN_TS else w
+    summary.watermark, summary.processing_time = iso_ms(w), iso_ms(run.clock.processing_time)
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
 
 
 def publish_run(pipeline: Pipeline, checkpoint: str | CheckpointStore,
@@ -292,9 +253,11 @@ def publish_run(pipeline: Pipeline, checkpoint: str | CheckpointStore,
 
     A failed ``validation`` (``{"success": False, ...}``) blocks the publish — the staged files
     are removed and the summary says ``blocked`` — unless ``publish_on_failure`` is set, which
-    is recorded in the commit."""
+    is recorded in the commit. Another run that committed first makes it a
+    ``CHECKPOINT_CONFLICT`` (``CheckpointStore.commit``); a retry of this very commit is a
+    no-op."""
     if isinstance(staged, dict):
-        staged = _restore_staged(open_checkpoint(pipeline, checkpoint, settings), staged)
+        staged = restore_staged(open_checkpoint(pipeline, checkpoint, settings), staged)
     cs = staged.staging.checkpoint
     summary = staged.summary
     summary.validation = validation
@@ -302,17 +265,16 @@ def publish_run(pipeline: Pipeline, checkpoint: str | CheckpointStore,
     if validation is not None and not validation.get("success", False) \
             and not publish_on_failure:
         staged.staging.abort()
-        summary.status, summary.published = "blocked", False
+        summary.status, summary.published = RunStatus.BLOCKED, False
         summary.finished_at = _now()
         return summary
     record = staged.record
-    extra = dict(record.extra)
-    extra["validation"] = validation
-    extra["publish_on_failure"] = bool(publish_on_failure)
-    record = RunRecord(record.watermark_ms, record.processing_time_ms, record.max_event_time_ms,
-                       record.stats, extra, record.consumed, record.prefixes)
-    cs.commit(staged.staging, record)
-    summary.status, summary.published = "published", True
+    details = CommitDetails(**{**asdict(staged.details), "validation": validation,
+                               "publish_on_failure": bool(publish_on_failure)})
+    cs.commit(staged.staging, RunRecord(record.watermark_ms, record.processing_time_ms,
+                                        record.max_event_time_ms, record.stats,
+                                        details.to_extra(), record.consumed, record.prefixes))
+    summary.status, summary.published = RunStatus.PUBLISHED, True
     summary.finished_at = _now()
     return summary
 
@@ -340,18 +302,18 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
         done = open_checkpoint(pipeline, checkpoint, settings).find_run(run_id)
         if done is not None:
             summary = RunSummary.from_dict({**done.stats, "pipeline": pipeline.name,
-                                            "run_id": run_id, "status": "already_published"})
+                                            "run_id": run_id,
+                                            "status": RunStatus.ALREADY_PUBLISHED})
             summary.published, summary.version = True, done.version
             return summary
     plan = plan_run(pipeline, source, checkpoint, partitions=partitions, run_id=run_id,
                     settings=settings)
     if plan.empty or dry_run:
-        summary = RunSummary(pipeline=pipeline.name, run_id=plan.run_id,
-                             status="dry_run" if dry_run else "nothing_new",
-                             version=plan.parent_version, started_at=_now(),
-                             finished_at=_now(), files_consumed=len(plan.files),
-                             partitions=[b["partition"] for b in plan.bundles])
-        return summary
+        return RunSummary(pipeline=pipeline.name, run_id=plan.run_id,
+                          status=RunStatus.DRY_RUN if dry_run else RunStatus.NOTHING_NEW,
+                          version=plan.parent_version, started_at=_now(),
+                          finished_at=_now(), files_consumed=len(plan.files),
+                          partitions=plan.partitions)
     staged = stage_run(pipeline, source, checkpoint, output, plan, watermark=watermark,
                        spark=spark, settings=settings, result_schema=result_schema,
                        processing_time=processing_time, progress=progress, path=path)
@@ -362,56 +324,7 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                        publish_on_failure=publish_on_failure, settings=settings)
 
 
-# --- helpers ----------------------------------------------------------------------------------
-
-# the pane state's format per path (recorded in every commit; a checkpoint without it was
-# written by the general path)
-STATE_KINDS = {"general": "general-keys", "native": "native-windows"}
-INCREMENTAL_PATHS = ("auto", "native", "general")
-
-
-def choose_path(pipeline: Pipeline, rows: Any, parent: Any, requested: str = "auto") -> str:
-    """The path of this run: the saved state's path (a checkpoint keeps its path until a
-    rebuild), else the planner's choice for incremental runs; ``requested`` insists."""
-    from windowlib.engines.spark.planner import incremental_path
-
-    if requested not in INCREMENTAL_PATHS:
-        raise InputError(f"path must be one of {', '.join(INCREMENTAL_PATHS)}, got "
-                         f"{requested!r}", code="ARGUMENT_INVALID")
-    saved = None
-    if parent is not None and "state" in (parent.record.get("prefixes") or []):
-        kind = parent.extra.get("state_kind", STATE_KINDS["general"])
-        saved = next((p for p, k in STATE_KINDS.items() if k == kind), None)
-        if saved is None:
-            raise StateError(f"pipeline {pipeline.name!r}: the checkpoint's pane state has "
-                             f"the unknown kind {kind!r} (a newer windowlib wrote it?); "
-                             "upgrade, or start a new state generation (backfill --rebuild)",
-                             code="CHECKPOINT_FORMAT_UNSUPPORTED")
-    types = {f.name: f.dataType for f in rows.schema.fields}
-    choice = incremental_path(pipeline, types)
-    path = saved or (choice.path if requested == "auto" else requested)
-    if requested != "auto" and path != requested:
-        raise StateError(f"pipeline {pipeline.name!r}: the checkpoint's pane state belongs to "
-                         f"the {saved} path, not {requested}; start a new state generation "
-                         "(backfill --rebuild) to switch", code="STATE_SCHEMA_MISMATCH")
-    if path == "native" and choice.path != "native":
-        raise StateError(f"pipeline {pipeline.name!r} cannot run natively ("
-                         f"{'; '.join(choice.reasons)}); its checkpoint holds native window "
-                         "state: start a new state generation (backfill --rebuild)",
-                         code="STATE_SCHEMA_MISMATCH")
-    return path
-
-
-def _ms(value: Any) -> int:
-    return MIN_TS if value is None else int(value)
-
-
-def _source_files(plan: RunPlan) -> list[Any]:
-    from windowlib.runs.source import SourceFile
-
-    return [SourceFile(f["path"], int(f["size"]), str(f["etag"]), b["partition"])
-            for b in plan.bundles for f in b["files"]]
-
+# --- a staged run across processes ------------------------------------------------------------
 
 def _record_dict(record: RunRecord) -> dict[str, Any]:
     return {"watermark_ms": record.watermark_ms,
@@ -421,7 +334,8 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
             "prefixes": list(record.prefixes or [])}
 
 
-def _restore_staged(cs: CheckpointStore, ref: dict[str, Any]) -> StagedRun:
+def restore_staged(cs: CheckpointStore, ref: dict[str, Any]) -> StagedRun:
+    """The ``StagedRun`` of ``ref`` (``StagedRun.ref()``) from its ``pending.json``."""
     parent = cs.get(ref["parent_version"]) if ref.get("parent_version") else None
     staging = Staging(cs, int(ref["version"]), int(ref["generation"]), ref["run_id"],
                       ref["token"], parent, names=set(ref["names"]))
@@ -430,8 +344,6 @@ def _restore_staged(cs: CheckpointStore, ref: dict[str, Any]) -> StagedRun:
         raise StateError(f"staged run {ref['run_id']} (version {ref['version']}) is gone: it "
                          "was published, aborted or garbage-collected; run again",
                          code="STAGING_MISSING")
-    import json
-
     rec = json.loads(pending)["record"]
     record = RunRecord(rec["watermark_ms"], rec["processing_time_ms"], rec["max_event_time_ms"],
                        rec["stats"], rec["extra"],

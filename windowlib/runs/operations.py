@@ -17,6 +17,7 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.runs.incremental import Progress, open_checkpoint, run_incremental
+from windowlib.runs.protocol import CommitDetails, RunPlan, RunStatus
 from windowlib.runs.summary import RunSummary, iso_ms
 
 DEFAULT_REGISTRY = "jobs.registry"
@@ -94,24 +95,28 @@ def backfill_job(job: Any, root: str, first: Any, last: Any, *, rebuild: bool = 
     main = open_checkpoint(job.pipeline, checkpoint)
     if dry_run:
         parts = job.source_for(root).list_partitions(first, last)
-        return RunSummary(pipeline=job.name, run_id=run_id or "rebuild", status="dry_run",
+        return RunSummary(pipeline=job.name, run_id=run_id or "rebuild", status=RunStatus.DRY_RUN,
                           files_consumed=sum(len(p.files) for p in parts),
                           partitions=[p.value for p in parts])
     line = main.start_generation(run_id or "rebuild")
     summary = run_job(job, root, partitions=(first, last), spark=spark, validate=validate,
                       run_id=run_id, progress=progress, checkpoint_store=line)
-    if summary.status != "published":
-        summary.status = f"rebuild not published ({summary.status})"
+    if summary.status != RunStatus.PUBLISHED:
+        summary.status = summary.status.as_rebuild()
         return summary
     commit = main.commit_generation(line, run_id=run_id or "rebuild")
     summary.version, summary.generation = commit.version, commit.generation
-    summary.status = "rebuild published"
+    summary.status = RunStatus.REBUILD_PUBLISHED
     return summary
 
 
 def is_blocked(status: Any) -> bool:
-    """Whether a run's (or rebuild's) status says validation blocked the publish."""
-    return "blocked" in str(status or "")
+    """Whether a run's (or rebuild's) status, or its JSON value, says validation blocked the
+    publish."""
+    try:
+        return RunStatus(status).blocked
+    except ValueError:
+        return False
 
 
 def blocked_message(name: str, validation: dict[str, Any] | None, override: str) -> str:
@@ -192,9 +197,9 @@ def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str,
         if c.kind != "run":
             continue
         s = dict(c.stats)
+        details = CommitDetails.of(c.extra)
         s.update(version=c.version, run_id=c.run_id, published=True,
-                 validation=c.extra.get("validation"),
-                 publish_on_failure=bool(c.extra.get("publish_on_failure")))
+                 validation=details.validation, publish_on_failure=details.publish_on_failure)
         if not s.get("finished_at"):  # stats are recorded before the commit time is known
             s["finished_at"] = c.created_at
         out.append(s)
@@ -225,7 +230,7 @@ def plan_job(job: Any, root: str, partitions: Sequence[Any] | None = None,
 def stage_job(job: Any, root: str, plan: dict[str, Any], *, spark: Any = None,
               progress: Progress | None = None) -> dict[str, Any]:
     """Step 2: run the engine and stage outputs + state; returns the staged run's reference."""
-    from windowlib.runs.incremental import RunPlan, stage_run
+    from windowlib.runs.incremental import stage_run
 
     checkpoint, output = job.locations(root)
     staged = stage_run(job.pipeline, job.source_for(root), checkpoint, output,
@@ -241,11 +246,9 @@ def audit_job(job: Any, root: str, ref: dict[str, Any], *, spark: Any = None,
 
     from windowlib.engines.spark.session import get_or_create_session
     from windowlib.runs.frames import FrameInfo, read_frame
-    from windowlib.runs.incremental import _restore_staged
+    from windowlib.runs.summary import RunSummary
 
-    checkpoint, _ = job.locations(root)
-    staged = _restore_staged(open_checkpoint(job.pipeline, checkpoint), ref)
-    info = staged.record.extra["frames"]["firings"]
+    info = ref["firings"]       # the staged firings' files travel in the ref (no re-read)
     spark = spark or get_or_create_session()
     # exactly the staged files (no listing)
     firings = read_frame(spark, FrameInfo.from_dict(info), StructType.fromJson(info["schema"]))
@@ -253,7 +256,7 @@ def audit_job(job: Any, root: str, ref: dict[str, Any], *, spark: Any = None,
     gate = validator(job, docs)
     if gate is None:
         return {"success": True, "failed": [], "skipped": "great_expectations not installed"}
-    return gate(firings, staged.summary)
+    return gate(firings, RunSummary.from_dict(ref["summary"]))
 
 
 def publish_job(job: Any, root: str, ref: dict[str, Any],

@@ -19,10 +19,10 @@ import json
 from typing import Any
 
 from windowlib.core.errors import StateError
+from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.state.s3config import S3Settings
 
-OUTPUTS = ("firings", "late", "rejects", "side_outputs")
 TABLE_FILE = "_windowlib_table.json"
 TABLE_FORMAT = 1
 
@@ -81,14 +81,16 @@ def read_output(output: str, name: str, *, spark: Any = None,
 
     from windowlib.engines.spark.session import get_or_create_session
     from windowlib.runs.frames import read_frame
+    from windowlib.runs.protocol import CommitDetails
 
     if name not in OUTPUTS:
-        raise StateError(f"unknown output {name!r}; one of {OUTPUTS}", code="ARGUMENT_INVALID")
+        raise StateError(f"unknown output {name!r}; one of {OUTPUTS}",
+                         code="ARGUMENT_INVALID")
     spark = spark or get_or_create_session()
     files: list[str] = []
     schema = None
     for commit in committed_commits(output, settings):
-        info = (commit.extra.get("frames") or {}).get(name)
+        info = CommitDetails.of(commit.extra).frames.get(name)
         if info is None:
             continue
         schema = info["schema"]

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.errors import InputError, StateError
+from windowlib.engines.spark.outputs import ROUTE_SEP
 from windowlib.runs.frames import (
     _TOKEN,
     FrameFile,
@@ -52,7 +53,7 @@ __all__ = ["MULTI", "OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_
 
 OUT = "__wl_out"
 SEP = "::"
-MULTI = "+"    # "firings+state": the row goes to both outputs
+MULTI = ROUTE_SEP    # "firings+state": the row goes to both outputs
 _META_DDL = ("output string, path string, rows long, bytes long, task int, "
              "grp string, total long")
 

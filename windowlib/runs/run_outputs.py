@@ -1,25 +1,20 @@
 """What one incremental run stages, written by ONE Spark job (``routing.write_routed``).
 
-The general path's tagged output (one row per firing, late element, reject, side-output value,
-pane-state row and per-partition statistics row; ``__wl_kind``) — or a native incremental
-run's window rows, late, rejects and processed rows (``routed_native_frame``) — and the
-source's bad rows and unreadable files are projected into one routed frame; a single pass
-writes firings, late, rejects, side outputs and the new pane state, each under its own staging
-location, and counts what it wrote. The run's figures come from those counts — no separate
-counting job:
+The engine hands over its outputs as parts in the public schema (``engines/spark/outputs.py``:
+firings, late, rejects, side outputs, the new pane state and the processed count); the
+source's bad rows and unreadable files join them as rejects. A single pass writes every output
+under its own staging location and counts what it wrote. The run's figures come from those
+counts — no separate counting job:
 
-- ``processed``: elements the walkers processed (their ``stats`` rows), or the kept rows of a
-  native run (one ``stats`` row each);
+- ``processed``: the engine's ``stats`` output (elements it processed);
 - ``late``, ``rejects``, ``firings`` (by timing; retractions apart), ``side_outputs``,
   ``state_rows``/``state_entries``: rows written to each output;
 - ``schema_rejects`` (rows that did not fit the schema) and ``bad_files`` (unreadable files,
   one reject row each) split the rejects that never reached the engine;
-- ``lateness_histogram``: late rows by how far behind the watermark they were.
+- ``lateness_histogram``: late rows by how far behind the watermark they were
+  (``runs/lateness.py``).
 
-The columns of each output are exactly those of the engine's public frames
-(``engine._public_frames``, ``GeneralRun.state``/``side_outputs``) on both paths, except the
-pane state, whose format belongs to the path (``state_kind`` in the commit record); tests pin
-this.
+Nothing here knows an engine's internals: every column comes from the parts.
 """
 
 from __future__ import annotations
@@ -27,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from windowlib.core.errors import InputError
+from windowlib.engines.spark.outputs import SparkOutputs
+from windowlib.runs.lateness import LATENESS_BUCKETS, bucket_of, event_ms
 from windowlib.runs.routing import (
-    MULTI,
     OUT,
     SEP,
     OutputSpec,
@@ -38,25 +35,12 @@ from windowlib.runs.routing import (
 )
 from windowlib.state.s3config import S3Settings
 
-__all__ = ["KIND_OUTPUTS", "StagedOutputs", "routed_run_frame", "stage_outputs"]
+__all__ = ["StagedOutputs", "routed_frame", "stage_outputs"]
 
-# tagged ``__wl_kind`` -> routed output
-KIND_OUTPUTS = {"firing": "firings", "late": "late", "reject": "rejects",
-                "side": "side_outputs", "state": "state", "stats": "stats"}
-BUCKETS = (("<1h", 1), ("1-6h", 6), ("6-24h", 24))
 # counted, not written (user columns never start with ``__wl_``)
 _ORIGIN, _FILE, _ERROR, _BUCKET = "__wl_origin", "__wl_bad_file", "__wl_bad_error", "__wl_bucket"
 _INTERNAL = (_ORIGIN, _FILE, _ERROR, _BUCKET)
-
-
-def lateness_label(hours: Any) -> Any:
-    """The lateness bucket (``<1h``, ``1-6h``, ``6-24h``, ``>1d``) of an hours Column."""
-    from pyspark.sql import functions as F
-
-    label = F.lit(">1d")
-    for name, bound in reversed(BUCKETS):
-        label = F.when(hours < bound, F.lit(name)).otherwise(label)
-    return label
+WRITTEN = ("state", "firings", "late", "rejects", "side_outputs")
 
 
 @dataclass
@@ -85,108 +69,47 @@ class StagedOutputs:
         return self.engine_rejects + self.schema_rejects + len(self.bad_files)
 
 
-def _columns(run: Any, run_id: str | None, timestamp: str) -> dict[str, list[tuple[str, Any]]]:
-    """Per output, ``(name, Column over the tagged frame)`` — the public frames' columns."""
+def _extras(output: str, columns: list[tuple[str, Any]], types: dict[str, Any],
+            timestamp: str) -> list[tuple[str, Any]]:
+    """Columns counted (not written) besides an output's own: the lateness bucket of late
+    rows, the origin of engine rejects."""
     from pyspark.sql import functions as F
 
-    from windowlib.engines.spark.columns import (
-        ELEMENT,
-        NEXT_ET,
-        NEXT_PT,
-        REASON,
-        SIZE,
-        STATE,
-        VALUE,
-    )
-    from windowlib.engines.spark.state import STATE_FORMAT_VERSION
-
-    def ts(name: str) -> Any:
-        return F.timestamp_millis(F.col(name))
-
-    keys = [(c, F.col(f"`{c}`")) for c in run.key_columns]
-    element = [(c, F.col(f"{ELEMENT}.`{c}`")) for c in run.element_columns]
-    element_types = {f.name: f.dataType for f in run.tagged.schema[ELEMENT].dataType.fields}
-    firings = [*keys, ("window_start", ts("window_start")), ("window_end", ts("window_end")),
-               ("pane_index", F.col("pane_index")), ("timing", F.col("timing")),
-               ("is_final", F.col("is_final"))]
-    if run.retracting:
-        firings.append(("retract", F.col("retract")))
-    firings += [("watermark", ts("watermark")), ("processing_time", ts("processing_time")),
-                ("run_id", F.lit(run_id).cast("string"))]
-    firings += [(c, F.col(f"`{c}`")) for c in run.result_columns]
-    late = _late_columns(element, element_types, timestamp, F.col(REASON))
-    rejects = _engine_reject_columns(element, F.col(REASON))
-    side = [*keys, ("tag", F.col(REASON)), ("value_json", F.col(VALUE)),
-            ("watermark", ts("watermark")), ("processing_time", ts("processing_time"))]
-    state = [*keys, ("state", F.col(STATE)), ("next_event_timer", F.col(NEXT_ET)),
-             ("next_processing_timer", F.col(NEXT_PT)), ("entries", F.col(SIZE)),
-             ("format_version", F.lit(STATE_FORMAT_VERSION).cast("int"))]
-    return {"firings": firings, "late": late, "rejects": rejects, "side_outputs": side,
-            "state": state, "stats": [("processed", F.col(SIZE))]}
+    cols = dict(columns)
+    if output == "late" and timestamp in cols and timestamp in types:
+        try:
+            event = event_ms(cols[timestamp], types[timestamp])
+        except InputError:
+            return []
+        return [(_BUCKET, bucket_of(cols["watermark"], event))]
+    if output == "rejects":
+        none = F.lit(None).cast("string")
+        return [(_ORIGIN, F.lit("engine")), (_FILE, none), (_ERROR, none)]
+    return []
 
 
-def _late_columns(element: list[tuple[str, Any]], types: dict[str, Any], timestamp: str,
-                  reason: Any) -> list[tuple[str, Any]]:
-    """The late output's columns: the element, its reason, the watermark it missed (a ms
-    column ``watermark`` of the frame) and, when the event time has a ms reading, the
-    internal lateness bucket of the run report's histogram."""
+def routed_frame(outputs: SparkOutputs, source_frame: Any, timestamp: str
+                 ) -> tuple[Any, dict[str, list[str]], dict[str, Any]]:
+    """The routed frame of a run: every part of the engine's outputs plus the source's bad
+    rows and files. Returns ``(routed, written columns per output, Spark schema per
+    output)``."""
     from pyspark.sql import functions as F
 
-    cols = [*element, ("reason", reason), ("watermark", F.timestamp_millis(F.col("watermark")))]
-    columns = dict(element)
-    event = (_ms_column(columns[timestamp], types[timestamp])
-             if timestamp in columns and timestamp in types else None)
-    if event is not None:
-        cols.append((_BUCKET, lateness_label((F.col("watermark") - event) / F.lit(3_600_000))))
-    return cols
-
-
-def _engine_reject_columns(element: list[tuple[str, Any]], reason: Any
-                           ) -> list[tuple[str, Any]]:
-    """The rejects' columns for rows the engine refused (no file, no read error)."""
-    from pyspark.sql import functions as F
-
-    none = F.lit(None).cast("string")
-    return [*element, ("reason", reason), (_ORIGIN, F.lit("engine")), (_FILE, none),
-            (_ERROR, none)]
-
-
-def _ms_column(col: Any, dtype: Any) -> Any:
-    """``col`` (of Spark type ``dtype``) as epoch ms: timestamps and integers (already ms);
-    ``None`` for any other type."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
-        return F.unix_millis(col.cast("timestamp"))
-    if isinstance(dtype, T.IntegralType):
-        return col.cast("long")
-    return None
-
-
-def routed_run_frame(run: Any, run_id: str | None, source_frame: Any, timestamp: str
-                     ) -> tuple[Any, dict[str, list[str]], dict[str, Any]]:
-    """The routed frame of a run: the tagged output plus the source's bad rows and files.
-
-    Returns ``(routed, written columns per output, Spark schema per output)``."""
-    from pyspark.sql import functions as F
-
-    from windowlib.engines.spark.columns import KIND
-
-    outputs = _columns(run, run_id, timestamp)
-    route = F.col(KIND)
-    kind = None
-    for k, name in KIND_OUTPUTS.items():
-        kind = (F.when(route == k, F.lit(name)) if kind is None
-                else kind.when(route == k, F.lit(name)))
-    kind = kind.otherwise(route)          # an unknown kind fails the writer: never dropped
-    tagged = run.tagged.select(kind.alias(OUT), *[c for name, cols in outputs.items()
-                                                  for c in route_columns(name, cols)])
-    written = {n: [c for c, _ in cols if c not in _INTERNAL] for n, cols in outputs.items()}
-    schemas = _schemas(tagged, written)
-    routed = tagged.unionByName(_source_rejects(source_frame, run.element_columns),
-                                allowMissingColumns=True)
-    return routed, written, _nullable_rejects(schemas)
+    types = {f.name: f.dataType for f in source_frame.schema.fields}
+    branches, written = [], {}
+    for part in outputs.parts:
+        cols = []
+        for output, columns in part.columns.items():
+            written.setdefault(output, [c for c, _ in columns])
+            cols += route_columns(output, [*columns, *_extras(output, list(columns), types,
+                                                              timestamp)])
+        route = F.lit(part.route) if isinstance(part.route, str) else part.route
+        branches.append(part.frame.select(route.alias(OUT), *cols))
+    branches.append(_source_rejects(source_frame, outputs.columns.elements))
+    routed = branches[0]
+    for branch in branches[1:]:
+        routed = routed.unionByName(branch, allowMissingColumns=True)
+    return routed, written, _nullable_rejects(_schemas(routed, written))
 
 
 def _nullable_rejects(schemas: dict[str, Any]) -> dict[str, Any]:
@@ -229,86 +152,36 @@ def _schemas(routed: Any, written: dict[str, list[str]]) -> dict[str, Any]:
             for name, cols in written.items()}
 
 
-def routed_native_frame(run: Any, run_id: str | None, source_frame: Any, timestamp: str
-                        ) -> tuple[Any, dict[str, list[str]], dict[str, Any]]:
-    """The routed frame of a native incremental run (``native_incremental``): firings and
-    window state from its window rows, late, rejects, the processed count, and the source's
-    bad rows and files — the same outputs and columns as ``routed_run_frame``, with the
-    native window state."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    from windowlib.engines.spark.native_incremental import FIRES, FIRING, KEEPS, STATE
-
-    windows = run.windows
-    fires, keeps = F.col(FIRES), F.col(KEEPS)
-    kind = (F.when(fires & keeps, F.lit(f"firings{MULTI}state"))
-            .when(fires, F.lit("firings")).otherwise(F.lit("state")))
-    firings = [(c, F.col(f"{FIRING}.`{c}`")) for c in run.firing_columns]
-    firings.insert(len(firings) - len(run.result_columns),
-                   ("run_id", F.lit(run_id).cast("string")))
-    state = [(c, F.col(f"{STATE}.`{c}`")) for c in run.state_columns]
-    key_types = {f.name: f.dataType for f in source_frame.schema.fields}
-    side = [*[(c, F.lit(None).cast(key_types[c])) for c in run.key_columns],
-            ("tag", F.lit(None).cast("string")), ("value_json", F.lit(None).cast("string")),
-            ("watermark", F.lit(None).cast(T.TimestampType())),
-            ("processing_time", F.lit(None).cast(T.TimestampType()))]
-    window_rows = windows.select(kind.alias(OUT), *route_columns("firings", firings),
-                                 *route_columns("state", state),
-                                 *route_columns("side_outputs", side))
-    element = [(c, F.col(f"`{c}`")) for c in run.element_columns]
-    late_cols = _late_columns(element, {f.name: f.dataType for f in run.late.schema.fields},
-                              timestamp, F.col("reason"))
-    late = run.late.select(F.lit("late").alias(OUT), *route_columns("late", late_cols))
-    reject_cols = _engine_reject_columns(element, F.col("reason"))
-    rejects = run.rejects.select(F.lit("rejects").alias(OUT),
-                                 *route_columns("rejects", reject_cols))
-    stats = run.processed.select(F.lit("stats").alias(OUT),
-                                 *route_columns("stats", [("processed", F.col("processed"))]))
-    routed = (window_rows.unionByName(late, allowMissingColumns=True)
-              .unionByName(rejects, allowMissingColumns=True)
-              .unionByName(stats, allowMissingColumns=True)
-              .unionByName(_source_rejects(source_frame, run.element_columns),
-                           allowMissingColumns=True))
-    outputs = {"firings": firings, "late": late_cols, "rejects": reject_cols,
-               "side_outputs": side, "state": state}
-    written = {n: [c for c, _ in cols if c not in _INTERNAL] for n, cols in outputs.items()}
-    written["stats"] = ["processed"]
-    return routed, written, _nullable_rejects(_schemas(routed, written))
-
-
-def stage_outputs(run: Any, run_id: str | None, source_frame: Any, timestamp: str,
+def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
                   uris: dict[str, str], *, settings: S3Settings | None = None,
                   token: str | None = None) -> StagedOutputs:
-    """Write every output of ``run`` (``uris``: output name -> staging location, ``state``
+    """Write every output of a run (``uris``: output name -> staging location, ``state``
     included) in one Spark job and return their ``FrameInfo`` and figures."""
     from windowlib.engines.spark.errors import reraise
-    from windowlib.engines.spark.native_incremental import NativeIncrementalRun
 
-    native = isinstance(run, NativeIncrementalRun)
-    build = routed_native_frame if native else routed_run_frame
-    routed, written, schemas = build(run, run_id, source_frame, timestamp)
-    late_by = (_BUCKET,) if f"late::{_BUCKET}" in routed.columns else ()
+    routed, written, schemas = routed_frame(outputs, source_frame, timestamp)
+    late_by = (_BUCKET,) if f"late{SEP}{_BUCKET}" in routed.columns else ()
+    retracting = outputs.columns.retracting
     specs = {
         "firings": OutputSpec(uris["firings"], tuple(written["firings"]), schemas["firings"],
-                              count_by=("timing", *(("retract",) if run.retracting else ()))),
+                              count_by=("timing", *(("retract",) if retracting else ()))),
         "late": OutputSpec(uris["late"], tuple(written["late"]), schemas["late"],
                            count_by=late_by),
         "rejects": OutputSpec(uris["rejects"], tuple(written["rejects"]), schemas["rejects"],
                               count_by=(_ORIGIN, _FILE, _ERROR)),
         "side_outputs": OutputSpec(uris["side_outputs"], tuple(written["side_outputs"]),
                                    schemas["side_outputs"]),
-        # state entries: the general path's live entries per key; a native state row is one
-        # window (counted as one entry)
+        # state entries: live entries per row when the state counts them (the general path's
+        # keys), else one per row (a native window)
         "state": OutputSpec(uris["state"], tuple(written["state"]), schemas["state"],
-                            total=None if native else "entries"),
+                            total="entries" if "entries" in written["state"] else None),
         "stats": OutputSpec(None, total="processed"),
     }
     try:
         done = write_routed(routed, specs, settings=settings, token=token)
     except Exception as exc:   # a user function failing in the walker, KEY_STATE_LIMIT...
         reraise(exc)
-    return _figures(done, schemas, bool(late_by), run.retracting)
+    return _figures(done, schemas, bool(late_by), retracting)
 
 
 def _figures(done: RoutedWrite, schemas: dict[str, Any], histogram: bool,
@@ -338,5 +211,5 @@ def _figures(done: RoutedWrite, schemas: dict[str, Any], histogram: bool,
     if histogram:
         late = {g[0]: n for g, (n, _) in done.counts.get("late", {}).items()}
         out.lateness_histogram = [[name, late.get(name, 0)]
-                                  for name in (*(b for b, _ in BUCKETS), ">1d")]
+                                  for name, _ in LATENESS_BUCKETS]
     return out

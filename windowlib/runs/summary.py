@@ -13,6 +13,7 @@ from typing import Any
 
 from windowlib.core.errors import StateError
 from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.runs.protocol import RunStatus
 
 
 def iso_ms(ms: int | None) -> str | None:
@@ -25,13 +26,11 @@ def iso_ms(ms: int | None) -> str | None:
 
 @dataclass
 class RunSummary:
-    """One run. ``status``: ``published`` | ``nothing_new`` | ``already_published`` |
-    ``staged`` (outputs staged, waiting for publish) | ``dry_run`` | ``blocked`` (failed
-    validation, nothing published)."""
+    """One run; ``status`` says how it ended (``protocol.RunStatus``)."""
 
     pipeline: str
     run_id: str
-    status: str
+    status: RunStatus
     version: int | None = None
     generation: int | None = None
     started_at: str | None = None
@@ -69,7 +68,12 @@ class RunSummary:
                 "was published", code="CONSERVATION_VIOLATED")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["status"] = str(self.status)
+        return out
+
+    def __post_init__(self) -> None:
+        self.status = RunStatus(self.status)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSummary:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from windowlib.core.errors import StateError
 from windowlib.state import layout as L
-from windowlib.state.faults import fault_point
+from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import Manifest
 from windowlib.state.objectstore import ObjectStore, open_store
 from windowlib.state.paths import validate_pipeline_name
@@ -244,7 +244,7 @@ class CheckpointStore:
                   "created_at": _now_iso(), "fingerprint": self.fingerprint}
         self.pipeline_store.write_bytes(f"{staging.key}/{L.STAGING_MARKER}",
                                         json.dumps(marker, sort_keys=True).encode())
-        fault_point("after_begin")
+        fault_point(CrashPoint.AFTER_BEGIN)
         return staging
 
     def commit(self, staging: Staging, record: RunRecord | None = None) -> Commit:
@@ -261,7 +261,7 @@ class CheckpointStore:
         parent_manifest = self.manifest(staging.parent) if staging.parent else Manifest()
         manifest_ref = parent_manifest.stage(self.pipeline_store, staging.key, record.consumed,
                                              staging.version, self.manifest_compact_every)
-        fault_point("after_stage_manifest")
+        fault_point(CrashPoint.AFTER_STAGE_MANIFEST)
         body = {
             "format_version": L.FORMAT_VERSION, "kind": "run", "pipeline": self.pipeline,
             "version": staging.version, "generation": staging.generation,
@@ -281,7 +281,7 @@ class CheckpointStore:
     def _publish(self, version: int, body: dict[str, Any], staging: Staging | None) -> Commit:
         data = L.encode_record(body)
         key = self._line_key(L.commit_key(version))
-        fault_point("before_commit")
+        fault_point(CrashPoint.BEFORE_COMMIT)
         if not self.pipeline_store.create_exclusive(key, data):
             winner = self._read_commit(version, check=False)
             if winner is not None and staging is not None \
@@ -296,7 +296,7 @@ class CheckpointStore:
                 "first — it holds the pipeline. This run published nothing and its staged "
                 "files were removed; rerun to process what is still new.",
                 code="CHECKPOINT_CONFLICT")
-        fault_point("after_commit")
+        fault_point(CrashPoint.AFTER_COMMIT)
         with contextlib.suppress(StateError):  # best effort: only a hint for latest_version()
             self.pipeline_store.write_bytes(self._line_key(L.LATEST_HINT),
                                             json.dumps({"version": version}).encode())

@@ -1,9 +1,8 @@
-"""Fault injection for crash tests: ``fault_point(name)`` kills this process with SIGKILL when
-the environment variable ``WINDOWLIB_FAULT`` equals ``name`` (comma-separated names allowed).
+"""Fault injection for crash tests: ``fault_point(point)`` kills this process with SIGKILL when
+the environment variable ``WINDOWLIB_FAULT`` names the point (comma-separated names allowed).
 
-Invariant: without ``WINDOWLIB_FAULT`` set, a fault point does nothing. Names used by the commit
-protocol and the runs layer, in order: ``after_begin``, ``after_stage_state``,
-``after_stage_outputs``, ``after_stage_manifest``, ``before_commit``, ``after_commit``.
+Invariant: without ``WINDOWLIB_FAULT`` set, a fault point does nothing. The points of the commit
+protocol and the runs layer, in the order a run passes them, are the members of ``CrashPoint``.
 """
 
 from __future__ import annotations
@@ -11,17 +10,26 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from enum import StrEnum
 
-__all__ = ["FAULT_POINTS", "fault_point"]
-
-FAULT_POINTS = ("after_begin", "after_stage_state", "after_stage_outputs",
-                "after_stage_manifest", "before_commit", "after_commit")
+__all__ = ["FAULT_POINTS", "CrashPoint", "fault_point"]
 
 
-def fault_point(name: str) -> None:
+class CrashPoint(StrEnum):
+    AFTER_BEGIN = "after_begin"                    # the staging prefix exists
+    AFTER_STAGE = "after_stage"                    # outputs and pane state are staged
+    AFTER_STAGE_MANIFEST = "after_stage_manifest"  # the manifest delta is staged
+    BEFORE_COMMIT = "before_commit"                # about to write the commit record
+    AFTER_COMMIT = "after_commit"                  # published, the latest hint not yet moved
+
+
+FAULT_POINTS = tuple(p.value for p in CrashPoint)
+
+
+def fault_point(point: CrashPoint) -> None:
     """SIGKILL the current process if ``WINDOWLIB_FAULT`` names this point."""
     wanted = os.environ.get("WINDOWLIB_FAULT")
-    if wanted and name in {w.strip() for w in wanted.split(",")}:
+    if wanted and point.value in {w.strip() for w in wanted.split(",")}:
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)

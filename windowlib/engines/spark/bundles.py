@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.errors import InputError
-from windowlib.core.loop import BundleClock
+from windowlib.core.loop import BundleClock, RunClock
 from windowlib.core.partitions import partition_interval
 from windowlib.core.time import MIN_TS, duration_ms, timestamp_ms
 from windowlib.core.watermarks import WatermarkStrategy
+from windowlib.engines.base import BundleTimes
 
 ARRIVAL = "__wl_arrival"
 TS = "__wl_ts"
@@ -46,16 +47,6 @@ TREASON = "__wl_treason"
 INTERNAL_PREFIX = "__wl_"
 
 _DAY = 86_400_000
-
-
-@dataclass(frozen=True)
-class BundleOverride:
-    """Explicit times for one bundle (test bundles, planner decisions): ``processing_time``
-    is the given processing time, ``watermark`` where the watermark stands after it (either may
-    be ``None``). A bundle with an override exists even when it has no rows (it moves time)."""
-
-    processing_time: int | None = None
-    watermark: int | None = None
 
 
 @dataclass
@@ -68,10 +59,17 @@ class BundlePlan(BundleClock):
     counts: list[int] = field(default_factory=list)
     max_event_ts: list[int] = field(default_factory=list)
     index: dict[Any, int] = field(default_factory=dict)
+    initial_max_event_ts: int = MIN_TS
 
     def __post_init__(self) -> None:
         if not self.index:
             self.index = {a: i for i, a in enumerate(self.arrivals)}
+
+    def clock_after(self) -> RunClock:
+        """Where the clocks stand after the last bundle (the next run's prior clock)."""
+        return RunClock(self.watermark, self.processing_time,
+                        self.max_event_ts[-1] if self.max_event_ts else
+                        self.initial_max_event_ts)
 
 
 # --- input columns --------------------------------------------------------------------------
@@ -181,7 +179,7 @@ def _time_of_arrival(value: Any, kind: str, interval_ms: int | None, name: str |
     return None
 
 
-def _given_column(kind: str, overrides: Mapping[Any, BundleOverride],
+def _given_column(kind: str, overrides: Mapping[Any, BundleTimes],
                   given_map: Mapping[Any, int], logical: int | None,
                   interval_ms: int | None) -> tuple[Any, Any]:
     """The bundle's given processing time as a Column over ``__wl_arrival`` (the rule of
@@ -241,7 +239,7 @@ def canonical_arrival(value: Any, kind: str) -> Any:
 
 def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
                  strategy: WatermarkStrategy, max_future_skew_ms: int,
-                 overrides: Mapping[Any, BundleOverride] | None = None,
+                 overrides: Mapping[Any, BundleTimes] | None = None,
                  processing_time: Any = None, arrival_interval: Any = None,
                  initial_watermark: int = MIN_TS, initial_processing_time: int = MIN_TS,
                  initial_max_event_ts: int = MIN_TS,
@@ -252,7 +250,7 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
     ``processing_time``: the run's logical time (used for bundles whose arrival value is not a
     time), or a mapping arrival value -> processing time. ``arrival_interval`` (a duration)
     overrides the inferred partition interval. ``overrides`` maps canonical arrival values to
-    ``BundleOverride``; they win over everything else and add bundles that have no rows.
+    ``BundleTimes``; they win over everything else and add bundles that have no rows.
     ``stats`` (``bundle_stats.footer_stats``, or a caller's exact per-bundle figures:
     canonical arrival -> object with ``count`` and ``max_ts``, the largest event time of the
     rows with a valid timestamp and non-null keys) replaces the aggregate job; only bundles
@@ -354,4 +352,5 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
         maxima.append(max_seen)
     return BundlePlan(initial_watermark, initial_processing_time, processing_times,
                       clock.watermarks, arrivals=arrivals,
-                      counts=[per_bundle[a][0] for a in arrivals], max_event_ts=maxima)
+                      counts=[per_bundle[a][0] for a in arrivals], max_event_ts=maxima,
+                      initial_max_event_ts=initial_max_event_ts)

@@ -29,43 +29,54 @@ windowlib error class.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from windowlib.core.errors import DefinitionError
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.watermarks import WatermarkStrategy
-from windowlib.engines.spark.bundles import BundleOverride, BundlePlan, canonical_arrival
-from windowlib.engines.spark.general import (
-    DEFAULT_MAX_KEY_STATE,
-    ELEMENT,
-    KIND,
-    REASON,
-    GeneralRun,
-    run_general,
-)
-from windowlib.engines.spark.native import NativeRun, run_native
-from windowlib.engines.spark.planner import PATHS, PathChoice, explain_choice, plan_path
+from windowlib.engines.base import EngineRun, TimePolicy
+from windowlib.engines.spark.bundles import BundlePlan
+from windowlib.engines.spark.columns import DEFAULT_MAX_KEY_STATE
+from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
+from windowlib.engines.spark.planner import explain_choice, plan_path
 
 
 @dataclass
 class SparkRunResult:
-    """``firings``, ``late`` and ``rejects`` DataFrames of one run (see the module docstring)."""
+    """``firings``, ``late`` and ``rejects`` DataFrames of one run (see the module docstring);
+    ``run`` is the executor's account (``engines.base.EngineRun``)."""
 
     firings: Any
     late: Any
     rejects: Any
-    plan: BundlePlan
-    path: str                      # "native" | "general": the path that ran
-    general: GeneralRun | None = None
-    native: NativeRun | None = None
-    reasons: tuple[str, ...] = ()  # why the native path was not taken (planner)
+    run: EngineRun = field(repr=False)
+
+    @property
+    def plan(self) -> BundlePlan:
+        return self.run.detail.plan
+
+    @property
+    def path(self) -> str:
+        """``native`` | ``general``: the path that ran."""
+        return self.run.path
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the native path was not taken (planner)."""
+        return self.run.reasons
+
+    @property
+    def general(self) -> Any:
+        return self.run.detail if self.run.path == "general" else None
+
+    @property
+    def native(self) -> Any:
+        return self.run.detail if self.run.path == "native" else None
 
     def unpersist(self) -> None:
         """Release the cached tagged output the three DataFrames are read from (general path;
         the native path caches nothing)."""
-        if self.general is not None:
-            self.general.tagged.unpersist()
+        self.run.outputs.unpersist()
 
 
 def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
@@ -87,8 +98,9 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
     - ``result_schema``: DDL of the result columns of a Python window function.
     - ``processing_time``: the run's logical time for bundles whose arrival value is not a time,
       or a mapping arrival value -> processing time. Time-valued arrivals default to the end of
-      their interval (``arrival_interval``; inferred for ISO strings such as ``2024-03-01T05``).
-    - ``bundles``: explicit per-bundle times, ``{arrival value: BundleOverride(processing_time,
+      their interval (``core.partitions``; ``arrival_interval`` gives the length when the value
+      cannot, e.g. for timestamp columns).
+    - ``bundles``: explicit per-bundle times, ``{arrival value: BundleTimes(processing_time,
       watermark)}`` (or a dict with those keys); such bundles exist even without rows.
     - ``max_key_state``: the live-state limit per key (see ``general.py``).
     - ``partitions``: how many partitions (Python tasks) walk the keys; default the session's
@@ -97,77 +109,14 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
       planner's reasons when the pipeline is outside the native subset) or ``general``.
       ``max_key_state`` and ``partitions`` apply to the general path only.
     """
-    choice = choose_path(pipeline, path, df.schema, result_schema)
-    overrides = None
-    if bundles:
-        from windowlib.core.time import timestamp_ms
-        from windowlib.engines.spark.bundles import arrival_kind
-
-        kind = arrival_kind(df.schema[arrival].dataType)
-        overrides = {}
-        for value, spec in bundles.items():
-            if not isinstance(spec, BundleOverride):
-                pt, wm = spec.get("processing_time"), spec.get("watermark")
-                spec = BundleOverride(None if pt is None else timestamp_ms(pt),
-                                      None if wm is None else timestamp_ms(wm))
-            overrides[canonical_arrival(value, kind)] = spec
-    if choice.path == "native":
-        native = run_native(pipeline, df, arrival, watermark=watermark, finalize=finalize,
-                            order_by=order_by, processing_time=processing_time,
-                            arrival_interval=arrival_interval, overrides=overrides)
-        firings, late, rejects = native.public(run_id)
-        return SparkRunResult(firings=firings, late=late, rejects=rejects, plan=native.plan,
-                              path="native", native=native)
-    run = run_general(pipeline, df, arrival, watermark=watermark, finalize=finalize,
-                      order_by=order_by, result_schema=result_schema,
-                      processing_time=processing_time, arrival_interval=arrival_interval,
-                      overrides=overrides, max_key_state=max_key_state,
-                      partitions=partitions)
-    result = _public_frames(run, run_id)
-    result.reasons = tuple(choice.reasons)
-    return result
-
-
-def choose_path(pipeline: Pipeline, path: str, schema: Any = None,
-                result_schema: Any = None, json_columns: Sequence[str] = ()) -> PathChoice:
-    """The path to run: the planner's choice for ``auto``, else the forced one (forcing
-    ``native`` outside the native subset is a ``DefinitionError`` naming the reasons)."""
-    if path not in PATHS:
-        raise DefinitionError(f"path must be one of {', '.join(PATHS)}, got {path!r}",
-                              code="ARGUMENT_INVALID")
-    types = None if schema is None else {f.name: f.dataType for f in schema.fields}
-    choice = plan_path(pipeline, types, result_schema=result_schema, json_columns=json_columns)
-    if path == "native" and choice.path != "native":
-        raise DefinitionError(f"pipeline {pipeline.name!r} cannot run on the native path: "
-                              + "; ".join(choice.reasons), code="NATIVE_UNSUPPORTED")
-    if path == "general":
-        return PathChoice("general", choice.reasons or ["the general path was requested"])
-    return choice
-
-
-def _public_frames(run: GeneralRun, run_id: str | None) -> SparkRunResult:
-    from pyspark.sql import functions as F
-
-    def ts(name: str) -> Any:
-        return F.timestamp_millis(F.col(name)).alias(name)
-
-    tagged = run.tagged
-    keys = [F.col(f"`{c}`") for c in run.key_columns]
-    meta = [ts("window_start"), ts("window_end"), F.col("pane_index"), F.col("timing"),
-            F.col("is_final")]
-    if run.retracting:
-        meta.append(F.col("retract"))
-    meta += [ts("watermark"), ts("processing_time"),
-             F.lit(run_id).cast("string").alias("run_id")]
-    results = [F.col(f"`{c}`") for c in run.result_columns]
-    firings = tagged.filter(F.col(KIND) == "firing").select(*keys, *meta, *results)
-    element = [F.col(f"{ELEMENT}.`{c}`").alias(c) for c in run.element_columns]
-    late = tagged.filter(F.col(KIND) == "late").select(
-        *element, F.col(REASON).alias("reason"), ts("watermark"))
-    rejects = tagged.filter(F.col(KIND) == "reject").select(
-        *element, F.col(REASON).alias("reason"))
-    return SparkRunResult(firings=firings, late=late, rejects=rejects, plan=run.plan,
-                          path="general", general=run)
+    executor = SparkExecutor(path=path, result_schema=result_schema,
+                             max_key_state=max_key_state, partitions=partitions)
+    time = TimePolicy(watermark=watermark, finalize=finalize, processing_time=processing_time,
+                      arrival_interval=arrival_interval, bundles=bundles)
+    run = executor.run(pipeline, FrameBundles(df, arrival, order_by), time=time, run_id=run_id)
+    out = run.outputs
+    return SparkRunResult(firings=out.frame("firings"), late=out.frame("late"),
+                          rejects=out.frame("rejects"), run=run)
 
 
 def explain(pipeline: Pipeline) -> str:

@@ -46,15 +46,16 @@ from typing import Any
 
 from windowlib.core.errors import InputError
 from windowlib.core.loop import RunClock
+from windowlib.core.outputs import OUTPUTS, OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import (
     ARRIVAL,
     INTERNAL_PREFIX,
     TREASON,
     TS,
-    BundleOverride,
     BundlePlan,
     arrival_key_column,
     event_time_columns,
@@ -82,7 +83,9 @@ from windowlib.engines.spark.columns import (
     B,
     N,
 )
-from windowlib.engines.spark.state import STATE_FORMAT_VERSION, check_state_frame
+from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
+from windowlib.engines.spark.result_types import result_fields
+from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
 from windowlib.engines.spark.walker import WalkConfig, make_walker, naive_type
 
 # re-exported: the native path, the engine and the test harness import these from here
@@ -103,119 +106,49 @@ class GeneralRun:
     retracting: bool
     element_columns: tuple[str, ...]
     emit_state: bool = False
+    persisted: bool = False
 
-    def state(self) -> Any:
-        """The pane state after this run (``state.py`` schema), one row per live key."""
+    def outputs(self, run_id: str | None) -> SparkOutputs:
+        """The run's outputs (``outputs.py``): one part over the tagged frame, routed by its
+        kind: firings, late, rejects, side outputs, the new pane state (``state.py`` schema,
+        one row per live key: ``state_kind`` ``general-keys``) and the walkers' counts."""
         from pyspark.sql import functions as F
 
-        keys = [F.col(f"`{c}`") for c in self.key_columns]
-        return self.tagged.filter(F.col(KIND) == "state").select(
-            *keys, F.col(STATE).alias("state"), F.col(NEXT_ET).alias("next_event_timer"),
-            F.col(NEXT_PT).alias("next_processing_timer"), F.col(SIZE).alias("entries"),
-            F.lit(STATE_FORMAT_VERSION).cast("int").alias("format_version"))
+        names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
+                              self.retracting)
+        route = None
+        for kind, output in KIND_OUTPUTS.items():
+            cond = F.col(KIND) == F.lit(kind)
+            route = F.when(cond, F.lit(output)) if route is None else \
+                route.when(cond, F.lit(output))
+        route = route.otherwise(F.col(KIND))     # an unknown kind fails a writer: never dropped
 
-    def side_outputs(self) -> Any:
-        """Values emitted with ``context.output(tag, value)``: key columns, ``tag``,
-        ``value_json`` (``codec``-encoded JSON), ``watermark`` and ``processing_time``."""
-        from pyspark.sql import functions as F
+        def value(name: str) -> Any:
+            return F.col(_INTERNAL.get(name, f"`{name}`"))
 
-        keys = [F.col(f"`{c}`") for c in self.key_columns]
-        return self.tagged.filter(F.col(KIND) == "side").select(
-            *keys, F.col(REASON).alias("tag"), F.col(VALUE).alias("value_json"),
-            F.timestamp_millis(F.col("watermark")).alias("watermark"),
-            F.timestamp_millis(F.col("processing_time")).alias("processing_time"))
+        def element(name: str) -> Any:
+            return F.col(f"{ELEMENT}.`{name}`")
 
-    def counts(self) -> dict[str, Any]:
-        """One small aggregate over the tagged output: rows per kind, firings per timing,
-        retractions, elements processed (counted by the walkers), state rows and entries."""
-        from pyspark.sql import functions as F
+        keys = [(c, F.col(f"`{c}`")) for c in self.key_columns]
+        columns = {output: render(names, output, value, run_id, element)
+                   for output in OUTPUTS}
+        columns["state"] = [*keys, ("state", F.col(STATE)),
+                            ("next_event_timer", F.col(NEXT_ET)),
+                            ("next_processing_timer", F.col(NEXT_PT)), ("entries", F.col(SIZE)),
+                            ("format_version", F.lit(STATE_FORMAT_VERSION).cast("int"))]
+        columns["stats"] = [("processed", F.col(SIZE))]
+        return SparkOutputs(names, [OutputPart(self.tagged, route, columns)],
+                            state_kind=STATE_KIND,
+                            cached=[self.tagged] if self.persisted else [])
 
-        rows = (self.tagged.groupBy(KIND, "timing", *(["retract"] if self.retracting else []))
-                .agg(F.count(F.lit(1)).alias("n"), F.sum(SIZE).alias("size")).collect())
-        out: dict[str, Any] = {"firings": 0, "late": 0, "rejects": 0, "side_outputs": 0,
-                               "processed": 0, "state_rows": 0, "state_entries": 0,
-                               "retractions": 0, "by_timing": {}}
-        for row in rows:
-            kind, n, size = row[KIND], int(row["n"]), int(row["size"] or 0)
-            if kind == "firing":
-                out["firings"] += n
-                if self.retracting and row["retract"]:
-                    out["retractions"] += n
-                else:
-                    timing = row["timing"]
-                    out["by_timing"][timing] = out["by_timing"].get(timing, 0) + n
-            elif kind == "late":
-                out["late"] += n
-            elif kind == "reject":
-                out["rejects"] += n
-            elif kind == "side":
-                out["side_outputs"] += n
-            elif kind == "stats":
-                out["processed"] += size
-            elif kind == "state":
-                out["state_rows"] += n
-                out["state_entries"] += size
-        return out
+
+# tagged kind -> output; public columns stored under internal names
+KIND_OUTPUTS = {"firing": "firings", "late": "late", "reject": "rejects",
+                "side": "side_outputs", "state": "state", "stats": "stats"}
+_INTERNAL = {"reason": REASON, "tag": REASON, "value_json": VALUE}
 
 
 # --- schema ---------------------------------------------------------------------------------
-
-def _declarative_type(agg: Any, input_types: Mapping[str, Any]) -> Any:
-    """Spark type of one declarative aggregate's result, or None when not safely typable."""
-    from pyspark.sql import types as T
-
-    integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-    atomic = (*integral, T.FloatType, T.DoubleType, T.StringType, T.BooleanType,
-              T.TimestampType, T.TimestampNTZType, T.DateType)
-    kind = agg.kind
-    if kind in ("count", "approx_count_distinct"):
-        return T.LongType()
-    dtype = input_types.get(agg.column)
-    if dtype is None:
-        return None
-    if kind == "sum":
-        if isinstance(dtype, integral):
-            return T.LongType()
-        if isinstance(dtype, T.FloatType | T.DoubleType):
-            return T.DoubleType()
-        return None
-    if kind == "mean":
-        return T.DoubleType() if isinstance(dtype, (*integral, T.FloatType, T.DoubleType)) \
-            else None
-    if not isinstance(dtype, atomic):
-        return None
-    if isinstance(dtype, T.TimestampNTZType):
-        dtype = T.TimestampType()
-    if kind == "collect_list":
-        return T.ArrayType(dtype, True)
-    return dtype  # min, max, first, last
-
-
-def result_fields(pipeline: Pipeline, input_types: Mapping[str, Any],
-                  result_schema: str | None) -> tuple[str, list]:
-    """``(mode, fields)`` of the result columns: typed declarative, a user schema, or JSON."""
-    from pyspark.sql import types as T
-
-    if result_schema is not None:
-        parsed = T.DataType.fromDDL(result_schema) if isinstance(result_schema, str) \
-            else result_schema
-        if not isinstance(parsed, T.StructType):
-            raise InputError(f"result_schema must describe columns (e.g. 'total long, label "
-                             f"string'), got {result_schema!r}", code="ARGUMENT_INVALID")
-        return "schema", list(parsed.fields)
-    spec = pipeline.function
-    names = spec.output_names() if spec is not None else None
-    if names is not None:
-        fields = []
-        for agg in spec.fn.aggregates:
-            dtype = _declarative_type(agg, input_types)
-            if dtype is None:
-                break
-            fields.append(T.StructField(agg.name, dtype, True))
-        else:
-            return "typed", fields
-    return "json", [T.StructField(RESULT_JSON, T.StringType(), True)]
-
 
 def tagged_schema(key_fields: list, result: list, retracting: bool, element: Any) -> Any:
     from pyspark.sql import types as T
@@ -278,7 +211,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                 watermark: WatermarkStrategy | None = None, finalize: bool = False,
                 order_by: Sequence[str] | str | None = None, result_schema: str | None = None,
                 processing_time: Any = None, arrival_interval: Any = None,
-                overrides: Mapping[Any, BundleOverride] | None = None,
+                overrides: Mapping[Any, BundleTimes] | None = None,
                 max_key_state: int = DEFAULT_MAX_KEY_STATE,
                 json_columns: Sequence[str] = (), seq_column: str | None = None,
                 persist: bool = True, single_partition: bool = False,
@@ -386,7 +319,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     return GeneralRun(tagged=tagged, plan=plan, key_columns=logic.key_columns,
                       result_columns=tuple(f.name for f in result), result_mode=mode,
                       retracting=logic.retracting, element_columns=tuple(user_columns),
-                      emit_state=emit_state)
+                      emit_state=emit_state, persisted=persist)
 
 
 def _shuffle_partitions(df: Any) -> int | None:

@@ -49,19 +49,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import DefinitionError
+from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import (
     ARRIVAL,
     INTERNAL_PREFIX,
     TREASON,
     TS,
-    BundleOverride,
     BundlePlan,
     plan_bundles,
 )
-from windowlib.engines.spark.general import prepare_input, result_fields
+from windowlib.engines.spark.general import prepare_input
 from windowlib.engines.spark.native_aggs import AggContext, compile_aggregates
 from windowlib.engines.spark.native_default import default_firings
 from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported names)
@@ -81,6 +82,8 @@ from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported n
     plus_saturating,
     rank,
 )
+from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
+from windowlib.engines.spark.result_types import result_fields
 
 
 @dataclass
@@ -99,25 +102,20 @@ class NativeRun:
     element_columns: tuple[str, ...]
     plan_source: str = "aggregate job"
 
-    def public(self, run_id: str | None) -> tuple[Any, Any, Any]:
-        """``(firings, late, rejects)`` with the general path's public schema."""
+    def outputs(self, run_id: str | None) -> SparkOutputs:
+        """The run's outputs (``outputs.py``): firings, late and rejects, a part each."""
         from pyspark.sql import functions as F
 
-        def ts(name: str) -> Any:
-            return F.timestamp_millis(F.col(name)).alias(name)
+        names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
+                              self.retracting)
 
-        keys = [F.col(f"`{c}`") for c in self.key_columns]
-        meta = [ts("window_start"), ts("window_end"), F.col("pane_index"), F.col("timing"),
-                F.col("is_final")]
-        if self.retracting:
-            meta.append(F.col("retract"))
-        meta += [ts("watermark"), ts("processing_time"),
-                 F.lit(run_id).cast("string").alias("run_id")]
-        results = [F.col(f"`{c}`") for c in self.result_columns]
-        element = [F.col(f"`{c}`") for c in self.element_columns]
-        return (self.firings.select(*keys, *meta, *results),
-                self.late.select(*element, F.col("reason"), ts("watermark")),
-                self.rejects.select(*element, F.col("reason")))
+        def value(name: str) -> Any:
+            return F.col(f"`{name}`")
+
+        parts = [OutputPart(frame, output, {output: render(names, output, value, run_id)})
+                 for output, frame in (("firings", self.firings), ("late", self.late),
+                                       ("rejects", self.rejects))]
+        return SparkOutputs(names, parts)
 
 
 @dataclass
@@ -140,7 +138,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                    watermark: WatermarkStrategy | None = None, finalize: bool = False,
                    order_by: Sequence[str] | str | None = None, processing_time: Any = None,
                    arrival_interval: Any = None,
-                   overrides: Mapping[Any, BundleOverride] | None = None,
+                   overrides: Mapping[Any, BundleTimes] | None = None,
                    seq_column: str | None = None,
                    bundle_stats: Mapping[Any, Any] | None = None,
                    footer_stats: bool = True, clock: Any = None) -> NativeInputs:
@@ -246,7 +244,7 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
                watermark: WatermarkStrategy | None = None, finalize: bool = False,
                order_by: Sequence[str] | str | None = None, processing_time: Any = None,
                arrival_interval: Any = None,
-               overrides: Mapping[Any, BundleOverride] | None = None,
+               overrides: Mapping[Any, BundleTimes] | None = None,
                seq_column: str | None = None,
                bundle_stats: Mapping[Any, Any] | None = None,
                footer_stats: bool = True) -> NativeRun:

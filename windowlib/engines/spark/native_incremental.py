@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import StateError
+from windowlib.core.outputs import OutputColumns
 from windowlib.engines.spark.general import PHASE_TIMERS_WM
 from windowlib.engines.spark.native import NativeInputs, prepare_native
 from windowlib.engines.spark.native_default import (
@@ -68,6 +69,7 @@ from windowlib.engines.spark.native_parts import (
     nullable,
     plus_saturating,
 )
+from windowlib.engines.spark.outputs import ROUTE_SEP, OutputPart, SparkOutputs, render
 from windowlib.engines.spark.state import check_key_types
 
 STATE_KIND = "native-windows"
@@ -85,12 +87,11 @@ class NativeIncrementalRun:
     """The frames of one native incremental run (lazy).
 
     ``windows``: one row per window and per late firing or retraction that has an output:
-    ``__wl_fires`` (a firing row in the struct ``__wl_firing``, public firing columns) and/or
-    ``__wl_keeps`` (a state row in the struct ``__wl_state``);
+    ``__wl_fires`` (a firing row in the struct ``__wl_firing``: internal values under the
+    public names) and/or ``__wl_keeps`` (a state row in the struct ``__wl_state``);
     ``late``/``rejects`` as in ``NativeRun``; ``processed``: one row per kept element."""
 
     windows: Any
-    firing_columns: tuple[str, ...]
     state_columns: tuple[str, ...]
     late: Any
     rejects: Any
@@ -100,6 +101,40 @@ class NativeIncrementalRun:
     result_columns: tuple[str, ...]
     retracting: bool
     element_columns: tuple[str, ...]
+
+    def outputs(self, run_id: str | None) -> SparkOutputs:
+        """The run's outputs (``outputs.py``): the window rows feed firings and the new
+        window state (``state_kind`` ``native-windows``), a row possibly both; late, rejects
+        and the processed count come from their own frames. Native runs have no side
+        outputs (no Python functions): the columns exist, no row goes there."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
+                              self.retracting)
+        fires, keeps = F.col(FIRES), F.col(KEEPS)
+        route = (F.when(fires & keeps, F.lit(f"firings{ROUTE_SEP}state"))
+                 .when(fires, F.lit("firings")).otherwise(F.lit("state")))
+        key_types = {f.name: f.dataType for f in self.late.schema.fields}
+        null = {**{c: F.lit(None).cast(key_types[c]) for c in self.key_columns},
+                "tag": F.lit(None).cast("string"), "value_json": F.lit(None).cast("string"),
+                "watermark": F.lit(None).cast(T.LongType()),
+                "processing_time": F.lit(None).cast(T.LongType())}
+        windows = {
+            "firings": render(names, "firings", lambda c: F.col(f"{FIRING}.`{c}`"), run_id),
+            "state": [(c, F.col(f"{STATE}.`{c}`")) for c in self.state_columns],
+            "side_outputs": render(names, "side_outputs", null.__getitem__, run_id)}
+
+        def value(name: str) -> Any:
+            return F.col(f"`{name}`")
+
+        return SparkOutputs(names, [
+            OutputPart(self.windows, route, windows, multi=True),
+            OutputPart(self.late, "late", {"late": render(names, "late", value, run_id)}),
+            OutputPart(self.rejects, "rejects",
+                       {"rejects": render(names, "rejects", value, run_id)}),
+            OutputPart(self.processed, "stats", {"stats": [("processed", F.col("processed"))]}),
+        ], state_kind=STATE_KIND)
 
 
 def acc_column(i: int, name: str) -> str:
@@ -135,9 +170,9 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
     inputs = prepare_native(pipeline, df, arrival, watermark=watermark, order_by=order_by,
                             processing_time=processing_time, footer_stats=False, clock=clock)
     parts, logic = inputs.parts, inputs.logic
-    windows, firing_columns, state_columns = _windows(parts, inputs, state, df)
+    windows, state_columns = _windows(parts, inputs, state, df)
     return NativeIncrementalRun(
-        windows=windows, firing_columns=firing_columns, state_columns=state_columns,
+        windows=windows, state_columns=state_columns,
         late=inputs.late, rejects=inputs.rejects,
         processed=inputs.processed.select(F.lit(1).cast("long").alias("processed")),
         plan=inputs.plan, key_columns=logic.key_columns,
@@ -146,7 +181,7 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
 
 
 def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
-             ) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+             ) -> tuple[Any, tuple[str, ...]]:
     from pyspark.sql import functions as F
 
     compiled, kept = parts.compiled, parts.kept
@@ -237,16 +272,16 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
         return out.otherwise(late_values[k])
 
     entry = {name: pick(k) for k, name in enumerate(parts.entry_names())}
-    firing = [*[F.col(f"`{c}`") for c in key_cols],
-              F.timestamp_millis(F.col(WS)).alias("window_start"),
-              F.timestamp_millis(F.col(WS) + F.lit(parts.size)).alias("window_end"),
+    # a firing's internal values (window bounds and clocks in ms; ``outputs.render`` makes
+    # them public columns)
+    firing = [*[F.col(f"`{c}`") for c in key_cols], F.col(WS).alias("window_start"),
+              (F.col(WS) + F.lit(parts.size)).alias("window_end"),
               entry["pane_index"].alias("pane_index"), entry["timing"].alias("timing"),
-              entry["is_final"].alias("is_final")]
-    if parts.retracting:
-        firing.append(entry["retract"].alias("retract"))
-    firing += [F.timestamp_millis(entry["watermark"]).alias("watermark"),
-               F.timestamp_millis(entry["processing_time"]).alias("processing_time")]
-    firing += [entry[c.name].alias(c.name) for c in compiled]
+              entry["is_final"].alias("is_final"),
+              *([entry["retract"].alias("retract")] if parts.retracting else []),
+              entry["watermark"].alias("watermark"),
+              entry["processing_time"].alias("processing_time"),
+              *[entry[c.name].alias(c.name) for c in compiled]]
 
     # state values: the window after this run
     any_late = k0 > F.lit(0)
@@ -275,9 +310,8 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
                       F.when(fires, F.struct(*firing)).alias(FIRING),
                       F.when(keeps, F.struct(*state_cols)).alias(STATE)).filter(
         F.col(FIRES) | F.col(KEEPS))
-    firing_names = tuple(out.schema[FIRING].dataType.names)
     state_names = tuple(out.schema[STATE].dataType.names)
-    return out, firing_names, state_names
+    return out, state_names
 
 
 def _alive(parts: Parts) -> Any:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from windowlib.core.errors import DefinitionError
 from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.triggers import AfterEndOfWindow, CountAtLeast, CountTrigger, EventTimeTrigger
@@ -58,13 +59,36 @@ def plan_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None, 
         if mixed:
             reasons.append(f"the columns {mixed} hold values of mixed types")
         elif input_types is not None and not reasons:
-            from windowlib.engines.spark.general import result_fields
+            from windowlib.engines.spark.result_types import result_fields
 
             mode, _ = result_fields(pipeline, dict(input_types), None)
             if mode != "typed":
                 reasons.append("a declarative aggregate's result type cannot be derived from "
                                "the input columns (missing column or unsupported type)")
     return PathChoice("general" if reasons else "native", reasons)
+
+
+def choose_path(pipeline: Pipeline, path: str = "auto", schema: Any = None,
+                result_schema: Any = None, json_columns: Sequence[str] = (), *,
+                incremental: bool = False) -> PathChoice:
+    """The path to run: the planner's choice for ``auto`` (``incremental_path`` when the run
+    carries pane state), else the forced one (forcing ``native`` outside the native subset is
+    a ``DefinitionError`` naming the reasons). ``schema``: the input's ``StructType``."""
+    if path not in PATHS:
+        raise DefinitionError(f"path must be one of {', '.join(PATHS)}, got {path!r}",
+                              code="ARGUMENT_INVALID")
+    types = None if schema is None else {f.name: f.dataType for f in schema.fields}
+    if incremental:
+        choice = incremental_path(pipeline, types)
+    else:
+        choice = plan_path(pipeline, types, result_schema=result_schema,
+                           json_columns=json_columns)
+    if path == "native" and choice.path != "native":
+        raise DefinitionError(f"pipeline {pipeline.name!r} cannot run on the native path: "
+                              + "; ".join(choice.reasons), code="NATIVE_UNSUPPORTED")
+    if path == "general":
+        return PathChoice("general", choice.reasons or ["the general path was requested"])
+    return choice
 
 
 def incremental_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None

@@ -27,6 +27,7 @@ from typing import Any
 from windowlib.core.errors import StateError
 
 STATE_FORMAT_VERSION = 1
+STATE_KIND = "general-keys"      # the commit record's name for this state format
 STATE_COLUMNS = ("state", "next_event_timer", "next_processing_timer", "entries",
                  "format_version")
 

@@ -29,7 +29,8 @@ from windowlib.core.loop import MISSING, bundle_time, timestamp_problem
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS, timestamp_ms
 from windowlib.core.watermarks import WatermarkStrategy
-from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS, BundleOverride
+from windowlib.engines.base import BundleTimes
+from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.general import (
     ABSENT,
@@ -144,13 +145,13 @@ def _event_time(value: Any) -> tuple[int | None, str | None]:
     return timestamp_ms(value), None
 
 
-def _overrides(bundles: Sequence[Any]) -> dict[int, BundleOverride]:
+def _overrides(bundles: Sequence[Any]) -> dict[int, BundleTimes]:
     out = {}
     for b, bundle in enumerate(bundles):
         pt = None if bundle.processing_time is None else bundle_time(bundle.processing_time,
                                                              "bundle processing_time")
         wm = None if bundle.watermark is None else bundle_time(bundle.watermark, "bundle watermark")
-        out[b] = BundleOverride(pt, wm)
+        out[b] = BundleTimes(pt, wm)
     return out
 
 
@@ -161,7 +162,7 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
     """Run test bundles on Spark; ``(firings, late, rejects)`` in the reference engine's
     format. ``path``: ``auto`` (the planner decides), ``native`` (``DefinitionError`` when the
     planner rejects the pipeline) or ``general``."""
-    from windowlib.engines.spark.engine import choose_path
+    from windowlib.engines.spark.planner import choose_path
     from windowlib.engines.spark.session import get_or_create_session
 
     spark = spark if spark is not None else get_or_create_session()

@@ -1,0 +1,109 @@
+"""The outputs of a Spark run in the public schema (``core/outputs.py``), over the engine's own
+frames.
+
+A path builds its outputs as *parts*: a frame, the output(s) each row goes to (``route``), and
+for every output the part feeds, its public columns as Column expressions over that frame
+(``render``: the one place where internal values become public columns — epoch-ms window bounds
+and clocks become timestamps, the run id is attached). Two ways to read them, from the same
+expressions:
+
+- ``SparkOutputs.frame(name)``: one output as a DataFrame (one-shot runs, ``Pipeline.run``);
+- ``SparkOutputs.parts``: every output at once, for a writer that routes rows by output in
+  one pass (incremental runs: ``runs/run_outputs.py``).
+
+Besides the public outputs a part may feed ``state`` (the new pane state, in the path's own
+format, ``state_kind``) and ``stats`` (``processed``: elements processed, summed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from windowlib.core.outputs import OUTPUTS, RUN_ID, TIME_COLUMNS, OutputColumns
+
+__all__ = ["ROUTE_SEP", "OutputPart", "SparkOutputs", "render"]
+
+ROUTE_SEP = "+"     # a row routed to "firings+state" goes to both outputs
+STATE, STATS = "state", "stats"
+ALL_OUTPUTS = (*OUTPUTS, STATE, STATS)
+
+
+def render(names: OutputColumns, output: str, value: Callable[[str], Any], run_id: str | None,
+           element: Callable[[str], Any] | None = None) -> list[tuple[str, Any]]:
+    """``(name, Column)`` for each public column of ``output``: ``value(name)`` is the engine's
+    internal value of a column (window bounds and clocks in epoch ms), ``element(name)`` that
+    of an element's column (late and rejects; default ``value``)."""
+    from pyspark.sql import functions as F
+
+    out = []
+    n_elements = len(names.elements) if output in ("late", "rejects") else 0
+    for i, name in enumerate(names.of(output)):
+        if i < n_elements:
+            col = (element or value)(name)
+        elif name == RUN_ID:
+            col = F.lit(run_id).cast("string")
+        elif name in TIME_COLUMNS:
+            col = F.timestamp_millis(value(name))
+        else:
+            col = value(name)
+        out.append((name, col))
+    return out
+
+
+@dataclass(frozen=True)
+class OutputPart:
+    """Rows of one frame feeding one or more outputs. ``route`` is the output name of every
+    row (a string) or a Column giving each row's output(s), ``ROUTE_SEP``-joined when a row
+    feeds several (``multi``). ``columns[output]`` lists that output's ``(name, Column)``."""
+
+    frame: Any
+    route: Any
+    columns: Mapping[str, Sequence[tuple[str, Any]]]
+    multi: bool = False
+
+    def rows_of(self, output: str) -> Any:
+        """The part's rows of ``output`` with its columns."""
+        from pyspark.sql import functions as F
+
+        frame = self.frame
+        if isinstance(self.route, str):
+            if output not in self.route.split(ROUTE_SEP):
+                frame = frame.filter(F.lit(False))   # columns declared, no rows routed here
+        else:
+            hit = (F.array_contains(F.split(self.route, f"[{ROUTE_SEP}]"), F.lit(output))
+                   if self.multi else self.route == F.lit(output))
+            frame = frame.filter(hit)
+        return frame.select(*[col.alias(name) for name, col in self.columns[output]])
+
+
+@dataclass
+class SparkOutputs:
+    """Every output of one Spark run (see the module docstring). ``cached``: frames the run
+    persisted, released by ``unpersist``."""
+
+    columns: OutputColumns
+    parts: list[OutputPart]
+    state_kind: str | None = None
+    cached: list[Any] = field(default_factory=list)
+
+    def frame(self, output: str) -> Any:
+        """One output (``firings``, ``late``, ``rejects``, ``side_outputs``, ``state`` or
+        ``stats``) as a DataFrame."""
+        if output not in ALL_OUTPUTS:
+            raise KeyError(output)
+        frames = [p.rows_of(output) for p in self.parts if output in p.columns]
+        if not frames:
+            raise KeyError(f"this run has no {output!r} output")
+        out = frames[0]
+        for other in frames[1:]:
+            out = out.unionByName(other)
+        return out
+
+    def has(self, output: str) -> bool:
+        return any(output in p.columns for p in self.parts)
+
+    def unpersist(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
