@@ -223,9 +223,9 @@ def _report(args: argparse.Namespace, job: Any, root: str) -> int:
 
 def _default_report_path(root: str, name: str) -> str:
     if not root.startswith("file://"):
-        from windowlib.core.errors import InputError
-        raise InputError("for a non-local root pass --out PATH (a local file)",
-                         code="ARGUMENT_INVALID")
+        from windowlib.core.errors import DefinitionError
+        raise DefinitionError("for a non-local root pass --out PATH (a local file)",
+                              code="ARGUMENT_INVALID")
     return f"{root[len('file://'):]}/_windowlib/reports/{name}.html"
 
 

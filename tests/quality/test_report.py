@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from windowlib.core.errors import InputError
+from windowlib.core.errors import DefinitionError
 from windowlib.quality.report import write_run_report
 
 pytestmark = pytest.mark.unit
@@ -114,9 +114,9 @@ def test_validation_table_shows_status_and_escapes_messages(report):
 def test_empty_history_and_bad_names(tmp_path):
     text = write_run_report("p1", [], tmp_path / "r.html").read_text()
     assert "No runs yet." in text and "<svg" not in text
-    with pytest.raises(InputError):
+    with pytest.raises(DefinitionError):
         write_run_report("../etc", [], tmp_path / "x.html")
-    with pytest.raises(InputError):
+    with pytest.raises(DefinitionError):
         write_run_report("p1", [], tmp_path / ".." / "x.html")
 
 

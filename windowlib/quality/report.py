@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from windowlib.core.errors import InputError
+from windowlib.core.errors import DefinitionError
 
 TIMING_ORDER = ("EARLY", "ON_TIME", "LATE")
 _COLORS = {"EARLY": "#7aa6d6", "ON_TIME": "#2e7d32", "LATE": "#e08a1e"}
@@ -53,12 +53,12 @@ def write_run_report(pipeline_name: str, history: Sequence[Mapping[str, Any]],
     ``description`` field when present.
     """
     if not isinstance(pipeline_name, str) or not re.fullmatch(r"[a-z0-9_]+", pipeline_name):
-        raise InputError(f"pipeline name must match [a-z0-9_]+, got {pipeline_name!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"pipeline name must match [a-z0-9_]+, got {pipeline_name!r}",
+                              code="ARGUMENT_INVALID")
     target = Path(os.fspath(path))
     if ".." in target.parts:
-        raise InputError(f"report path must not contain '..', got {str(target)!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"report path must not contain '..', got {str(target)!r}",
+                              code="ARGUMENT_INVALID")
     runs = [dict(r) for r in history]
     page = render_report(pipeline_name, runs, description=description)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from windowlib.core.errors import DefinitionError, InputError, StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.runs.incremental import Progress, open_checkpoint, run_incremental
 from windowlib.runs.summary import RunSummary, iso_ms
 
@@ -166,12 +166,12 @@ def gc_job(job: Any, root: str, *, grace_hours: float = GC_GRACE_HOURS,
     schedule (the ``windowlib_maintenance`` DAG, ``windowlib gc``), not in every run."""
     if isinstance(grace_hours, bool) or not isinstance(grace_hours, int | float) \
             or not math.isfinite(grace_hours) or grace_hours < 0:
-        raise InputError(f"grace_hours must be a finite number >= 0, got {grace_hours!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"grace_hours must be a finite number >= 0, got {grace_hours!r}",
+                              code="ARGUMENT_INVALID")
     keep = getattr(job, "retain_versions", 3) if retain_versions is None else retain_versions
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-        raise InputError(f"retain_versions must be an int >= 1, got {keep!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"retain_versions must be an int >= 1, got {keep!r}",
+                              code="ARGUMENT_INVALID")
     checkpoint, _ = job.locations(root)
     cs = open_checkpoint(job.pipeline, checkpoint, retain_versions=keep)
     report = cs.gc(grace_seconds=float(grace_hours) * 3600.0)
