@@ -4,9 +4,11 @@ Pipelines are looked up in the registry (``jobs.registry``, or the module named 
 ``WINDOWLIB_REGISTRY``); locations derive from ``--root`` (default: the registry's
 ``default_root()``, i.e. ``WINDOWLIB_ROOT`` or ``file://<project>/.local/lake``).
 
-Exit codes: 0 success (also "nothing new"), 1 a run failed or was blocked by validation,
-2 a user error (bad arguments, unknown pipeline, changed definition...). Errors print
-``[CODE] message`` — never a traceback for a user mistake.
+Exit codes: 0 success (also "nothing new"); for an error, ``windowlib.core.errors.exit_code``
+decides (the registry, ``docs/errors.md``): 2 a user error (bad arguments, unknown pipeline,
+changed definition...), 1 a failure — also a run blocked by validation, or one that cannot be
+validated (``QUALITY_UNAVAILABLE``; ``--no-validate`` turns the gate off explicitly). Errors
+print ``[CODE] message`` — never a traceback for a user mistake.
 """
 
 from __future__ import annotations
@@ -17,11 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from windowlib.core.errors import WindowlibError
-
-USER_ERRORS = ("DefinitionError", "InputError")
-USER_STATE_CODES = {"FINGERPRINT_MISMATCH", "CHECKPOINT_CONFLICT", "OUTPUT_NOT_FOUND",
-                    "OUTPUT_IN_USE", "NAME_INVALID", "URI_INVALID"}
+from windowlib.core.errors import EXIT_FAILED, EXIT_OK, WindowlibError, exit_code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--first", help="first partition to scan (default: all)")
     run.add_argument("--last", help="last partition to scan")
     run.add_argument("--run-id", help="idempotency key (a retry of a committed run is a no-op)")
-    run.add_argument("--no-validate", action="store_true", help="skip the GX gate")
+    run.add_argument("--no-validate", action="store_true",
+                     help="turn the GX gate off (recorded as validation: off)")
     run.add_argument("--publish-on-failure", action="store_true",
                      help="publish even if validation fails (recorded in the commit)")
     run.add_argument("--dry-run", action="store_true", help="plan only: list new files")
@@ -53,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     backfill.add_argument("--rebuild", action="store_true",
                           help="new state generation from scratch, published when complete")
     backfill.add_argument("--dry-run", action="store_true")
-    backfill.add_argument("--no-validate", action="store_true")
+    backfill.add_argument("--no-validate", action="store_true",
+                          help="turn the GX gate off (recorded as validation: off)")
 
     validate = sub.add_parser("validate", help="validate the committed firings with GX")
     common(validate)
@@ -79,9 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except WindowlibError as exc:
-        user = type(exc).__name__ in USER_ERRORS or exc.code in USER_STATE_CODES
         print(f"windowlib {args.command}: {exc}", file=sys.stderr)
-        return 2 if user else 1
+        return exit_code(exc)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -116,8 +115,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         override = ("run again with --publish-on-failure" if args.command == "run"
                     else "fix the range's data (a rebuild publishes only what validates)")
         print(ops.blocked_message(job.name, summary.validation, override), file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 class _progress:
