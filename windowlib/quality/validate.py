@@ -80,7 +80,8 @@ class ValidationOutcome:
     data_docs_index: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"success": self.success, "failed": list(self.failed),
+        return {"success": self.success, "status": "passed" if self.success else "failed",
+                "failed": list(self.failed),
                 "data_docs": self.data_docs_index,
                 "results": [asdict(r) for r in self.results]}
 
