@@ -517,8 +517,14 @@ def build_dag(job: Any) -> DAG:
     return dag
 
 
-def _spark_submit_task(name: str, conn_id: str) -> Any:
-    """``spark-submit jobs/run_pipeline.py`` over the planned partitions (a Spark cluster)."""
+def _submit_operator_class() -> type:
+    """``RunPipelineSubmit``: a ``SparkSubmitOperator`` whose ``run_pipeline.py`` exit code 2
+    fails without retry (``submit_failure``). Defined on first use, so that parsing imports the
+    Spark provider only when ``WINDOWLIB_SPARK_CONN_ID`` is set, and kept as a module attribute
+    so ``_windowlib_factory.RunPipelineSubmit`` resolves like any operator class."""
+    cls = globals().get("RunPipelineSubmit")
+    if cls is not None:
+        return cls
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     class RunPipelineSubmit(SparkSubmitOperator):
@@ -533,8 +539,15 @@ def _spark_submit_task(name: str, conn_id: str) -> Any:
                     raise
                 raise failure from exc
 
+    RunPipelineSubmit.__qualname__ = "RunPipelineSubmit"
+    globals()["RunPipelineSubmit"] = RunPipelineSubmit
+    return RunPipelineSubmit
+
+
+def _spark_submit_task(name: str, conn_id: str) -> Any:
+    """``spark-submit jobs/run_pipeline.py`` over the planned partitions (a Spark cluster)."""
     pull = "ti.xcom_pull(task_ids='plan')"
-    return RunPipelineSubmit(
+    return _submit_operator_class()(
         task_id="run", conn_id=conn_id, application=str(REPO / "jobs" / "run_pipeline.py"),
         name=f"windowlib-{name}",
         # UTC as windowlib reads and writes timestamps; no per-call Python call-site capture
