@@ -30,6 +30,11 @@ Invariants:
 * A failed audit blocks the publish (staged files removed, nothing visible) and then fails the
   task with ``AirflowFailException`` (no retry) naming the failed expectations and the Data
   Docs path; the ``publish_on_failure`` Param overrides and is recorded in the commit.
+* Errors follow the one exit-code rule (``windowlib.core.errors.exit_code``, as the CLI and
+  ``jobs/run_pipeline.py``): a user error (exit 2: a bad Param, a changed definition...) fails
+  the task with ``AirflowFailException`` (no retry, ``user_errors_fail_fast``); any other error
+  (exit 1: a conflict, storage, GX unavailable...) propagates and Airflow retries it. The
+  ``SparkSubmitOperator`` variant maps ``run_pipeline.py``'s exit code 2 the same way.
 * Spark in ``run``/``audit``/``publish``: a thin Spark Connect client when ``SPARK_REMOTE``
   (``sc://host:port``) is set in the task's environment, or when
   ``WINDOWLIB_SPARK_CONNECT_CONN_ID`` names an Airflow ``spark_connect`` connection (its URL is
@@ -50,6 +55,8 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -121,6 +128,39 @@ def interval_of(context: Any, job: Any) -> tuple[datetime, datetime]:
 
 def report_path(root: str, name: str) -> str:
     return f"{root.rstrip('/')}/_windowlib/reports/{name}.html"
+
+
+# --- errors: the one exit-code rule decides retry or not -------------------------------------
+
+_SUBMIT_EXIT = re.compile(r"Error code is: (\d+)")
+
+
+@contextmanager
+def user_errors_fail_fast() -> Iterator[None]:
+    """Wrap a task body: a windowlib error that ``windowlib.core.errors.exit_code`` calls a user
+    error (2) is re-raised as ``AirflowFailException`` (the task fails, no retry) with the same
+    ``[CODE] message``; every other exception propagates unchanged (Airflow retries it)."""
+    from windowlib.core.errors import WindowlibError, is_user_error
+
+    try:
+        yield
+    except WindowlibError as exc:
+        if is_user_error(exc):
+            raise AirflowFailException(str(exc)) from exc
+        raise
+
+
+def submit_failure(exc: AirflowException) -> AirflowException:
+    """What the ``spark-submit`` task raises when ``jobs/run_pipeline.py`` failed: exit code 2 (a
+    user error, already printed as ``[CODE] message`` in the task log) becomes
+    ``AirflowFailException`` (no retry); any other exit code keeps ``exc`` (retried)."""
+    from windowlib.core.errors import EXIT_USER
+
+    found = _SUBMIT_EXIT.search(str(exc))
+    if found and int(found.group(1)) == EXIT_USER:
+        return AirflowFailException("run_pipeline.py exited 2: a user error (its [CODE] "
+                                    f"message is in the log above); not retried. {exc}")
+    return exc
 
 
 # --- task bodies (module functions so tests and other DAGs can reuse them) -------------------
@@ -300,16 +340,13 @@ _PARTITION_RE = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}", "YYYY-MM-DD": r"\d
 def gc_task(pipeline: str, context: Any) -> dict[str, Any]:
     """The ``windowlib_maintenance`` task of one pipeline: ``gc_job`` under the Params' root
     and grace period; returns what was removed (small JSON)."""
-    from windowlib.core.errors import DefinitionError, InputError
     from windowlib.runs.operations import GC_GRACE_HOURS, gc_job
 
     params = context["params"]
-    try:
+    with user_errors_fail_fast():
         job = get_job(pipeline)
         root = resolve_root(params)
         done = gc_job(job, root, grace_hours=params.get("grace_hours", GC_GRACE_HOURS))
-    except (DefinitionError, InputError) as exc:
-        raise AirflowFailException(str(exc)) from exc
     log.info("gc %s: %d staging(s), %d snapshot(s), %d generation(s), %d object(s) removed",
              job.name, len(done["removed_stagings"]), len(done["pruned_snapshots"]),
              len(done["removed_generations"]), done["removed_objects"])
@@ -319,17 +356,19 @@ def gc_task(pipeline: str, context: Any) -> dict[str, Any]:
 def backfill_task(context: Any) -> dict[str, Any]:
     """The ``windowlib_backfill`` task: validate the Params, call ``backfill_job``.
 
-    User mistakes (unknown pipeline, a partition not in the pipeline's format, first > last)
-    fail the task without retry (``AirflowFailException``) with a clear message."""
-    from windowlib.core.errors import DefinitionError, InputError
+    User mistakes (unknown pipeline, a partition not in the pipeline's format, first > last, a
+    changed definition...) fail the task without retry (``AirflowFailException``) with a clear
+    message; failures propagate (retried)."""
+    with user_errors_fail_fast():
+        return _backfill(context)
+
+
+def _backfill(context: Any) -> dict[str, Any]:
     from windowlib.runs.operations import backfill_job
 
     p = context["params"]
-    try:
-        job = get_job(p["pipeline"])
-        root = resolve_root(p)
-    except (DefinitionError, InputError) as exc:
-        raise AirflowFailException(str(exc)) from exc
+    job = get_job(p["pipeline"])
+    root = resolve_root(p)
     first, last, mode = p["first"], p["last"], p["mode"]
     pattern = _PARTITION_RE.get(job.partition_format)
     for what, value in (("first", first), ("last", last)):
@@ -436,11 +475,13 @@ def build_dag(job: Any) -> DAG:
 
         @task.short_circuit(task_id="plan")
         def plan(**context: Any) -> dict[str, Any] | None:
-            return do_plan(name, context)
+            with user_errors_fail_fast():
+                return do_plan(name, context)
 
         @task(task_id="report")
         def report(planned: dict[str, Any]) -> str:
-            return do_report(name, planned["root"])
+            with user_errors_fail_fast():
+                return do_report(name, planned["root"])
 
         planned = plan()
         conn_id = os.environ.get(SPARK_CONN_ENV)
@@ -451,16 +492,19 @@ def build_dag(job: Any) -> DAG:
 
         @task(task_id="run")
         def run(planned: dict[str, Any]) -> dict[str, Any]:
-            return do_run(name, planned)
+            with user_errors_fail_fast():
+                return do_run(name, planned)
 
         @task(task_id="audit")
         def audit(staged: dict[str, Any]) -> dict[str, Any]:
-            return do_audit(name, staged)
+            with user_errors_fail_fast():
+                return do_audit(name, staged)
 
         @task(task_id="publish", outlets=[asset])
         def publish(audited: dict[str, Any], **context: Any) -> dict[str, Any]:
             flag = bool(context["params"].get("publish_on_failure"))
-            summary = do_publish(name, audited, publish_on_failure=flag)
+            with user_errors_fail_fast():
+                summary = do_publish(name, audited, publish_on_failure=flag)
             if summary.get("status") == "published":
                 _, out = get_job(name).locations(audited["root"])
                 context["outlet_events"][asset].extra = {
@@ -473,12 +517,37 @@ def build_dag(job: Any) -> DAG:
     return dag
 
 
-def _spark_submit_task(name: str, conn_id: str) -> Any:
-    """``spark-submit jobs/run_pipeline.py`` over the planned partitions (a Spark cluster)."""
+def _submit_operator_class() -> type:
+    """``RunPipelineSubmit``: a ``SparkSubmitOperator`` whose ``run_pipeline.py`` exit code 2
+    fails without retry (``submit_failure``). Defined on first use, so that parsing imports the
+    Spark provider only when ``WINDOWLIB_SPARK_CONN_ID`` is set, and kept as a module attribute
+    so ``_windowlib_factory.RunPipelineSubmit`` resolves like any operator class."""
+    cls = globals().get("RunPipelineSubmit")
+    if cls is not None:
+        return cls
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+    class RunPipelineSubmit(SparkSubmitOperator):
+        """``spark-submit jobs/run_pipeline.py``; its exit code 2 fails without retry."""
+
+        def execute(self, context: Any) -> Any:
+            try:
+                return super().execute(context)
+            except AirflowException as exc:
+                failure = submit_failure(exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
+
+    RunPipelineSubmit.__qualname__ = "RunPipelineSubmit"
+    globals()["RunPipelineSubmit"] = RunPipelineSubmit
+    return RunPipelineSubmit
+
+
+def _spark_submit_task(name: str, conn_id: str) -> Any:
+    """``spark-submit jobs/run_pipeline.py`` over the planned partitions (a Spark cluster)."""
     pull = "ti.xcom_pull(task_ids='plan')"
-    return SparkSubmitOperator(
+    return _submit_operator_class()(
         task_id="run", conn_id=conn_id, application=str(REPO / "jobs" / "run_pipeline.py"),
         name=f"windowlib-{name}",
         # UTC as windowlib reads and writes timestamps; no per-call Python call-site capture

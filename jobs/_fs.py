@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from windowlib.core.errors import DefinitionError
+from windowlib.core.errors import DefinitionError, InputError
 
 
 def filesystem_for(root: str | Path) -> tuple[Any, str]:
@@ -33,8 +33,8 @@ def filesystem_for(root: str | Path) -> tuple[Any, str]:
 
         text = unquote(urlsplit(validate_root(text)).path)
     elif "://" in text:
-        raise DefinitionError(f"unsupported root {root!r}: use a path, file:// or s3://",
-                              code="URI_INVALID")
+        raise InputError(f"unsupported root {root!r}: use a path, file:// or s3://",
+                         code="URI_INVALID")
     path = Path(text).resolve()
     return pafs.LocalFileSystem(), path.as_posix()
 

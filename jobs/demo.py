@@ -272,13 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     from jobs import demo_env
-    from windowlib.core.errors import DefinitionError, InputError, WindowlibError
+    from windowlib.core.errors import WindowlibError, exit_code, is_user_error
 
     try:
         ws = demo_env.prepare(args.root, args.s3)
     except WindowlibError as exc:
-        print(f"error: [{exc.code}] {exc}", file=sys.stderr)
-        return 2
+        print(f"{'error' if is_user_error(exc) else 'failed'}: {exc}", file=sys.stderr)
+        return exit_code(exc)
     started = time.monotonic()
     with _quiet(ws.log_path) as terminal:
         console = Console(file=terminal, highlight=False,
@@ -289,12 +289,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console.print(f"[green]✓[/] SeaweedFS S3 on {ws.server.endpoint_url} "
                               f"(data {ws.local / 's3'})")
             Demo(args, ws, console).run()
-        except (DefinitionError, InputError) as exc:
-            console.print(f"[red]error[/]: [{exc.code}] {exc}")
-            return 2
-        except WindowlibError as exc:
-            console.print(f"[red]failed[/]: [{exc.code}] {exc}")
-            return 1
+        except WindowlibError as exc:   # "[CODE] message"; the exit code from the registry
+            from rich.markup import escape
+
+            console.print(f"[red]{'error' if is_user_error(exc) else 'failed'}[/]: "
+                          f"{escape(str(exc))}")
+            return exit_code(exc)
         except Exception as exc:  # a clear message; the trace goes to the log
             import traceback
 

@@ -20,6 +20,7 @@ def pipeline_numbers(job: Any, root: str, dag_runs: int) -> dict[str, Any]:
 
     import windowlib as wl
     from windowlib.runs.operations import run_history
+    from windowlib.runs.summary import VALIDATION_STATUSES, validation_status
 
     _, output = job.locations(root)
     history = run_history(job, root)
@@ -38,10 +39,13 @@ def pipeline_numbers(job: Any, root: str, dag_runs: int) -> dict[str, Any]:
     out["retractions"] = int(row["retractions"] or 0)
     out["late"] = wl.read_late(output).count()
     out["rejects"] = wl.read_rejects(output).count()
-    passed = sum(1 for h in history if (h.get("validation") or {}).get("success") is True)
+    statuses = [validation_status(h.get("validation")) for h in history]
+    passed = statuses.count("passed")
     out["validation_passed"] = passed
-    out["validation"] = f"passed {passed}/{len(history)}" if passed == len(history) \
-        else f"FAILED {len(history) - passed}/{len(history)}"
+    # passed / FAILED / off (turned off by the caller) / not run, each counted
+    out["validation"] = ", ".join(
+        f"{'FAILED' if s == 'failed' else s} {statuses.count(s)}/{len(history)}"
+        for s in VALIDATION_STATUSES if s in statuses)
     out["watermark"] = history[-1].get("watermark")
     return out
 
@@ -112,7 +116,8 @@ def summary_table(numbers: list[dict[str, Any]]) -> Any:
         table.add_row(n["pipeline"], str(n["dag_runs"]), str(n["commits"]),
                       *[str(n[t]) for t in TIMINGS], str(n["retractions"]), str(n["late"]),
                       str(n["rejects"]),
-                      f"[green]{status}[/]" if status.startswith("passed") else f"[red]{status}[/]")
+                      f"[green]{status}[/]" if status.startswith("passed") and "," not in status
+                      else f"[red]{status}[/]")
     return table
 
 

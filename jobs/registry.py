@@ -30,7 +30,7 @@ from typing import Any
 
 import pendulum
 
-from windowlib.core.errors import DefinitionError
+from windowlib.core.errors import DefinitionError, InputError
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.watermarks import WatermarkStrategy
 
@@ -62,29 +62,29 @@ def _relative_path(path: object, what: str) -> str:
 def validate_root(uri: object) -> str:
     """A ``file://`` (absolute path) or ``s3://bucket[/prefix]`` root, without a trailing slash.
 
-    Raises ``DefinitionError(URI_INVALID)`` for anything else (other schemes, ``..`` segments,
+    Raises ``InputError(URI_INVALID)`` for anything else (other schemes, ``..`` segments,
     credentials or query strings in the URI)."""
     if not isinstance(uri, str):
-        raise DefinitionError(f"root must be a URI string, got {uri!r}", code="URI_INVALID")
+        raise InputError(f"root must be a URI string, got {uri!r}", code="URI_INVALID")
     text = uri.rstrip("/")
     m = re.fullmatch(r"(file|s3)://(.*)", text)
     if not m or any(c in text for c in "?#@\\") or any(c.isspace() for c in text):
-        raise DefinitionError(
+        raise InputError(
             f"root {uri!r} must be file:///absolute/path or s3://bucket/prefix (no query, "
             "credentials or spaces)", code="URI_INVALID")
     scheme, rest = m.groups()
     if scheme == "file" and not rest.startswith("/"):
-        raise DefinitionError(f"root {uri!r}: file:// roots need an absolute path "
-                              "(file:///...)", code="URI_INVALID")
+        raise InputError(f"root {uri!r}: file:// roots need an absolute path "
+                         "(file:///...)", code="URI_INVALID")
     parts = [p for p in rest.split("/") if p]
     if scheme == "s3" and (not parts or not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
                                                            parts[0])):
-        raise DefinitionError(f"root {uri!r}: invalid bucket name", code="URI_INVALID")
+        raise InputError(f"root {uri!r}: invalid bucket name", code="URI_INVALID")
     if any(p in (".", "..") for p in rest.split("/")):
-        raise DefinitionError(f"root {uri!r} contains '.' or '..' segments", code="URI_INVALID")
+        raise InputError(f"root {uri!r} contains '.' or '..' segments", code="URI_INVALID")
     if scheme == "file" and not parts:
-        raise DefinitionError("root file:/// (the file system root) is not allowed",
-                              code="URI_INVALID")
+        raise InputError("root file:/// (the file system root) is not allowed",
+                         code="URI_INVALID")
     return text
 
 

@@ -1,7 +1,7 @@
 """Run one registered pipeline incrementally: the ``spark-submit``-able entry point.
 
     python jobs/run_pipeline.py --pipeline NAME [--root URI] [--first P --last P]
-                                [--run-id KEY] [--publish-on-failure]
+                                [--run-id KEY] [--publish-on-failure] [--no-validate]
                                 [--rebuild] [--dry-run] [--json]
     spark-submit --master spark://... jobs/run_pipeline.py --pipeline NAME --root s3://...
 
@@ -15,12 +15,13 @@ locations under ``--root`` (default ``$WINDOWLIB_ROOT`` or ``file://<repo>/.loca
 ``--run-id`` is the idempotency key (the DAGs pass ``{dag_id}:{run_id}@v{parent version}``):
 a retry of a run whose commit already succeeded publishes nothing and exits 0.
 
-Exit codes: 0 success (also "nothing new"); 1 the run failed, or its validation failed and
-nothing was published (the message names the failed expectations and the Data Docs; rerun
-with ``--publish-on-failure`` to publish anyway, recorded in the commit); 2 a user error (bad
-arguments, unknown pipeline, invalid definition or input, a checkpoint that needs
-``--rebuild``). Errors print ``[CODE] message`` on stderr; tracebacks only for unexpected
-failures.
+Exit codes, as the CLI's (``windowlib.core.errors.exit_code``; ``docs/errors.md``): 0 success
+(also "nothing new"); 1 the run failed, or its validation failed and nothing was published (the
+message names the failed expectations and the Data Docs; rerun with ``--publish-on-failure`` to
+publish anyway, recorded in the commit), or it could not be validated (``QUALITY_UNAVAILABLE``;
+``--no-validate`` turns the gate off explicitly); 2 a user error (bad arguments, unknown
+pipeline, invalid definition or input, a checkpoint that needs ``--rebuild``). Errors print
+``[CODE] message`` on stderr; tracebacks only for unexpected failures.
 """
 
 from __future__ import annotations
@@ -37,11 +38,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script (spark-submit jobs/run_pipeline.py)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from windowlib.core.errors import DefinitionError, InputError, StateError, WindowlibError
+from windowlib.core.errors import EXIT_FAILED, EXIT_OK, DefinitionError, WindowlibError, exit_code
 
-EXIT_OK, EXIT_FAILED, EXIT_USER = 0, 1, 2
-# StateError codes that a user resolves (e.g. with --rebuild), not a retry
-USER_STATE_CODES = frozenset({"FINGERPRINT_MISMATCH", "SNAPSHOT_VERSION"})
 _PARTITION_PATTERNS = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}",
                        "YYYY-MM-DD": r"\d{4}-\d{2}-\d{2}"}
 
@@ -63,6 +61,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         choices=("true", "false"),
                         help="publish even when the expectations fail (recorded in the "
                              "commit); a bare flag means true")
+    parser.add_argument("--no-validate", action="store_true",
+                        help="turn the job's GX gate off (recorded as validation: off); "
+                             "without it a run that cannot be validated publishes nothing")
     parser.add_argument("--rebuild", action="store_true",
                         help="start a new state generation over the range (published when "
                              "complete)")
@@ -70,13 +71,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="print what would run; start no Spark session")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser.parse_args(argv)
-
-
-def is_user_error(exc: WindowlibError) -> bool:
-    """Whether ``exc`` is the caller's to fix (exit code 2) rather than a failure (1)."""
-    if isinstance(exc, DefinitionError | InputError):
-        return True
-    return isinstance(exc, StateError) and exc.code in USER_STATE_CODES
 
 
 def _partitions(job: Any, first: str | None, last: str | None) -> tuple[str, str] | None:
@@ -106,7 +100,8 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     return {"job": job, "root": root, "source_uri": job.source.uri(root),
             "checkpoint": checkpoint, "output": output,
             "partitions": _partitions(job, args.first, args.last), "rebuild": args.rebuild,
-            "run_id": args.run_id, "publish_on_failure": args.publish_on_failure == "true"}
+            "run_id": args.run_id, "publish_on_failure": args.publish_on_failure == "true",
+            "validate": not args.no_validate}
 
 
 def _session() -> Any:
@@ -125,12 +120,13 @@ def run(resolved: dict[str, Any]) -> Any:
     from windowlib.runs.operations import backfill_job, run_job
 
     job, root, parts = resolved["job"], resolved["root"], resolved["partitions"]
-    run_id = resolved.get("run_id")
+    run_id, validate = resolved.get("run_id"), resolved.get("validate", True)
     spark = _session()
     if resolved["rebuild"]:
         first, last = parts or (None, None)
-        return backfill_job(job, root, first, last, rebuild=True, spark=spark, run_id=run_id)
-    return run_job(job, root, partitions=parts, spark=spark, run_id=run_id,
+        return backfill_job(job, root, first, last, rebuild=True, spark=spark, run_id=run_id,
+                            validate=validate)
+    return run_job(job, root, partitions=parts, spark=spark, run_id=run_id, validate=validate,
                    publish_on_failure=bool(resolved.get("publish_on_failure")))
 
 
@@ -153,7 +149,8 @@ def _describe_plan(resolved: dict[str, Any]) -> dict[str, Any]:
             "format": job.source.format, "checkpoint": resolved["checkpoint"],
             "output": resolved["output"],
             "partitions": None if first_last is None else list(first_last),
-            "rebuild": resolved["rebuild"], "watermark": job.watermark.describe(),
+            "rebuild": resolved["rebuild"], "validate": resolved["validate"],
+            "watermark": job.watermark.describe(),
             "fingerprint": job.pipeline.fingerprint, "schedule": job.schedule}
 
 
@@ -184,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except WindowlibError as exc:
         print(str(exc), file=sys.stderr)  # "[CODE] message"
-        return EXIT_USER if is_user_error(exc) else EXIT_FAILED
+        return exit_code(exc)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from windowlib.core.errors import (
     DefinitionError,
     ExecutionError,
     InputError,
+    QualityError,
     StateError,
     WindowlibError,
 )
@@ -80,7 +81,7 @@ __all__ = [
     "EventTimeTrigger", "Evictor", "ExecutionError", "GlobalWindow", "GlobalWindows",
     "InputError", "ListStateDescriptor", "MonotonousTimestamps", "NeverTrigger", "OutputTag",
     "PaneInfo", "Pipeline", "ProcessWindowFunction", "ProcessingTimeLag",
-    "ProcessingTimeSessionWindows", "ProcessingTimeTrigger", "PurgingTrigger",
+    "ProcessingTimeSessionWindows", "ProcessingTimeTrigger", "PurgingTrigger", "QualityError",
     "ReducingStateDescriptor", "SlidingEventTimeWindows", "SlidingProcessingTimeWindows",
     "StateError", "Time", "TimeEvictor", "TimeWindow", "TimestampedValue", "Timing", "Trigger",
     "TriggerResult", "TumblingEventTimeWindows", "TumblingProcessingTimeWindows",

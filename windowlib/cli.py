@@ -4,9 +4,11 @@ Pipelines are looked up in the registry (``jobs.registry``, or the module named 
 ``WINDOWLIB_REGISTRY``); locations derive from ``--root`` (default: the registry's
 ``default_root()``, i.e. ``WINDOWLIB_ROOT`` or ``file://<project>/.local/lake``).
 
-Exit codes: 0 success (also "nothing new"), 1 a run failed or was blocked by validation,
-2 a user error (bad arguments, unknown pipeline, changed definition...). Errors print
-``[CODE] message`` — never a traceback for a user mistake.
+Exit codes: 0 success (also "nothing new"); for an error, ``windowlib.core.errors.exit_code``
+decides (the registry, ``docs/errors.md``): 2 a user error (bad arguments, unknown pipeline,
+changed definition...), 1 a failure — also a run blocked by validation, or one that cannot be
+validated (``QUALITY_UNAVAILABLE``; ``--no-validate`` turns the gate off explicitly). Errors
+print ``[CODE] message`` — never a traceback for a user mistake.
 """
 
 from __future__ import annotations
@@ -17,11 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from windowlib.core.errors import WindowlibError
-
-USER_ERRORS = ("DefinitionError", "InputError")
-USER_STATE_CODES = {"FINGERPRINT_MISMATCH", "CHECKPOINT_CONFLICT", "OUTPUT_NOT_FOUND",
-                    "OUTPUT_IN_USE", "NAME_INVALID", "URI_INVALID"}
+from windowlib.core.errors import EXIT_FAILED, EXIT_OK, WindowlibError, exit_code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--first", help="first partition to scan (default: all)")
     run.add_argument("--last", help="last partition to scan")
     run.add_argument("--run-id", help="idempotency key (a retry of a committed run is a no-op)")
-    run.add_argument("--no-validate", action="store_true", help="skip the GX gate")
+    run.add_argument("--no-validate", action="store_true",
+                     help="turn the GX gate off (recorded as validation: off)")
     run.add_argument("--publish-on-failure", action="store_true",
                      help="publish even if validation fails (recorded in the commit)")
     run.add_argument("--dry-run", action="store_true", help="plan only: list new files")
@@ -53,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     backfill.add_argument("--rebuild", action="store_true",
                           help="new state generation from scratch, published when complete")
     backfill.add_argument("--dry-run", action="store_true")
-    backfill.add_argument("--no-validate", action="store_true")
+    backfill.add_argument("--no-validate", action="store_true",
+                          help="turn the GX gate off (recorded as validation: off)")
 
     validate = sub.add_parser("validate", help="validate the committed firings with GX")
     common(validate)
@@ -79,9 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except WindowlibError as exc:
-        user = type(exc).__name__ in USER_ERRORS or exc.code in USER_STATE_CODES
         print(f"windowlib {args.command}: {exc}", file=sys.stderr)
-        return 2 if user else 1
+        return exit_code(exc)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -116,8 +115,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         override = ("run again with --publish-on-failure" if args.command == "run"
                     else "fix the range's data (a rebuild publishes only what validates)")
         print(ops.blocked_message(job.name, summary.validation, override), file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 class _progress:
@@ -187,8 +186,7 @@ def _gc(args: argparse.Namespace, done: dict[str, Any]) -> int:
 
 
 def _validate(args: argparse.Namespace, job: Any, root: str) -> int:
-    from windowlib.quality import validate_outputs
-    from windowlib.runs.operations import run_history
+    from windowlib.runs.operations import run_history, validator
     from windowlib.runs.outputs import read_firings
 
     _, output = job.locations(root)
@@ -198,17 +196,15 @@ def _validate(args: argparse.Namespace, job: Any, root: str) -> int:
                "processed": sum(r.get("processed", 0) for r in history),
                "late": sum(r.get("late", 0) for r in history),
                "rejects": sum(r.get("rejects", 0) for r in history)}
-    extra = list(job.expectations()) if job.expectations else []
-    outcome = validate_outputs(job.pipeline, read_firings(output), summary,
-                               extra_expectations=extra)
-    data = outcome.to_dict()
+    gate = validator(job)   # QUALITY_UNAVAILABLE (exit 1) when GX cannot run
+    data = gate(read_firings(output), summary)
     if args.json:
         print(json.dumps(data, indent=2, default=str))
     else:
-        print("validation passed" if outcome.success else "validation FAILED")
+        print("validation passed" if data["success"] else "validation FAILED")
         for line in data.get("failed", []):
             print(f"  - {line}")
-    return 0 if outcome.success else 1
+    return EXIT_OK if data["success"] else EXIT_FAILED
 
 
 def _report(args: argparse.Namespace, job: Any, root: str) -> int:
@@ -223,9 +219,9 @@ def _report(args: argparse.Namespace, job: Any, root: str) -> int:
 
 def _default_report_path(root: str, name: str) -> str:
     if not root.startswith("file://"):
-        from windowlib.core.errors import InputError
-        raise InputError("for a non-local root pass --out PATH (a local file)",
-                         code="ARGUMENT_INVALID")
+        from windowlib.core.errors import DefinitionError
+        raise DefinitionError("for a non-local root pass --out PATH (a local file)",
+                              code="ARGUMENT_INVALID")
     return f"{root[len('file://'):]}/_windowlib/reports/{name}.html"
 
 

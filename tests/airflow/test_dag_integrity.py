@@ -190,7 +190,8 @@ def test_spark_connection_switches_run_to_spark_submit():
 import json, windowlib_pipelines as m
 d = m.windowlib_clickstream_demo
 run = d.get_task("run")
-print(json.dumps({"ids": d.task_ids, "type": type(run).__name__, "conn": run._conn_id,
+print(json.dumps({"ids": d.task_ids, "types": [c.__name__ for c in type(run).__mro__],
+                  "conn": run._conn_id,
                   "app": run.application, "args": run.application_args, "conf": run.conf}))
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -200,7 +201,9 @@ print(json.dumps({"ids": d.task_ids, "type": type(run).__name__, "conn": run._co
     info = json.loads(done.stdout.strip().splitlines()[-1])
     assert info["ids"] == ["plan", "report", "run"] or sorted(info["ids"]) == sorted(
         ["plan", "run", "report"])
-    assert info["type"] == "SparkSubmitOperator" and info["conn"] == "spark_local"
+    # a SparkSubmitOperator whose exit code 2 (a user error) fails without retry
+    assert info["types"][:2] == ["RunPipelineSubmit", "SparkSubmitOperator"]
+    assert info["conn"] == "spark_local"
     assert info["app"] == str(REPO / "jobs" / "run_pipeline.py")
     assert info["args"][:2] == ["--pipeline", "clickstream_demo"] and "--first" in info["args"]
     assert info["conf"]["spark.sql.session.timeZone"] == "UTC"

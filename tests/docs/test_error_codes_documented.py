@@ -1,107 +1,67 @@
-"""Every error code raised in ``windowlib/`` — and in the project's jobs, DAGs and infra
-scripts, which users run too — is documented in ``docs/operations.md``'s troubleshooting
-section, and every code documented there is still raised.
+"""The error-code registry (``windowlib/core/errors.py``) is what the docs show.
 
-Codes are found with ``ast``: ``code="..."`` keyword arguments, ``code = "..."`` class
-attributes, and string arguments passed in the position of a ``code`` parameter of a function
-defined in ``windowlib/`` (e.g. ``_positive_ms(value, "session gap", "GAP_NOT_POSITIVE")``).
+``docs/errors.md`` (code, class, exit code, meaning) is generated from the registry by
+``docs/make_errors.py`` and must be up to date; ``docs/operations.md``'s troubleshooting table
+(cause and fix per code) has exactly one row per registered code and links the generated page.
+That every raised code is registered, with its class, is ``tests/unit/test_error_registry.py``.
 """
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
+from windowlib.core import errors
+
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
-CODE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def _str(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-            CODE.fullmatch(node.value):
-        return node.value
-    return None
+def load_make_errors():
+    spec = importlib.util.spec_from_file_location("make_errors", DOCS / "make_errors.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-USER_FACING = ("windowlib", "jobs", "dags", "infra")
-
-
-def raised_codes(roots: tuple[str, ...] = ("windowlib",)) -> dict[str, str]:
-    """code -> first place (file:line) it is used under ``roots`` (folders of the repo)."""
-    trees = {p: ast.parse(p.read_text()) for root in roots
-             for p in sorted((ROOT / root).rglob("*.py"))}
-    code_param: dict[str, int] = {}   # function name -> index of its ``code`` parameter
-    for tree in trees.values():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                names = [a.arg for a in node.args.posonlyargs + node.args.args]
-                if "code" in names:
-                    code_param[node.name] = names.index("code")
-    found: dict[str, str] = {}
-
-    def add(value: str | None, path: Path, node: ast.AST) -> None:
-        if value is not None:
-            found.setdefault(value, f"{path.relative_to(ROOT)}:{node.lineno}")
-
-    for path, tree in trees.items():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                for kw in node.keywords:
-                    if kw.arg == "code":
-                        add(_str(kw.value), path, node)
-                        if isinstance(kw.value, ast.IfExp):
-                            add(_str(kw.value.body), path, node)
-                            add(_str(kw.value.orelse), path, node)
-                func = node.func
-                name = func.id if isinstance(func, ast.Name) else \
-                    func.attr if isinstance(func, ast.Attribute) else None
-                index = code_param.get(name or "")
-                if index is not None and index < len(node.args):
-                    add(_str(node.args[index]), path, node)
-            elif isinstance(node, ast.Assign | ast.AnnAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Name) and t.id == "code" for t in targets) and \
-                        node.value is not None:
-                    add(_str(node.value), path, node)
-    return found
-
-
-def documented_codes() -> set[str]:
-    text = (ROOT / "docs" / "operations.md").read_text()
+def troubleshooting() -> str:
+    text = (DOCS / "operations.md").read_text()
     section = text.split("## Troubleshooting by error code", 1)
     assert len(section) == 2, "docs/operations.md lost its troubleshooting section"
-    body = section[1].split("\n## ", 1)[0]
-    return set(re.findall(r"^\| `([A-Z0-9_]+)` \|", body, flags=re.M))
+    return section[1].split("\n## ", 1)[0]
 
 
-def test_the_scan_finds_codes_of_every_kind():
-    codes = raised_codes()
-    # keyword, class attribute, positional through a helper, conditional expression
-    for code in ("LATENESS_NEGATIVE", "DEFINITION_INVALID", "GAP_NOT_POSITIVE",
-                 "S3_REQUEST_FAILED"):
-        assert code in codes
+def documented_codes() -> list[str]:
+    return re.findall(r"^\| `([A-Z0-9_]+)` \|", troubleshooting(), flags=re.M)
 
 
-def test_every_raised_code_is_documented():
-    missing = {c: where for c, where in raised_codes(USER_FACING).items()
-               if c not in documented_codes()}
-    assert not missing, ("error codes without a row in docs/operations.md "
-                         f"'Troubleshooting by error code': {missing}")
+def test_errors_page_is_generated_from_the_registry_and_up_to_date(tmp_path):
+    fresh = load_make_errors().render(tmp_path)
+    assert (DOCS / "errors.md").read_text() == fresh.read_text(), (
+        "docs/errors.md is stale: run .venv/bin/python docs/make_errors.py")
 
 
-def test_every_documented_code_is_still_raised():
-    stale = documented_codes() - set(raised_codes(USER_FACING))
-    assert not stale, f"docs/operations.md documents codes windowlib no longer raises: {stale}"
+def test_errors_page_has_one_row_per_code_with_class_and_exit_code():
+    text = (DOCS / "errors.md").read_text()
+    rows = dict(re.findall(r"^\| `([A-Z0-9_]+)` \| (\w+ \| \d) ", text, flags=re.M))
+    assert set(rows) == set(errors.REGISTRY)
+    for code, entry in errors.REGISTRY.items():
+        assert rows[code] == f"{entry.error_class.__name__} | {entry.exit_code}", code
 
 
-def test_the_error_hierarchy_docstring_lists_every_raised_code():
-    from windowlib.core import errors
+def test_troubleshooting_has_one_row_per_registered_code():
+    codes = documented_codes()
+    assert len(codes) == len(set(codes)), "a code has two rows"
+    assert codes == sorted(codes), "keep the rows sorted by code"
+    missing = sorted(set(errors.REGISTRY) - set(codes))
+    stale = sorted(set(codes) - set(errors.REGISTRY))
+    assert not missing, f"registered codes without a cause/fix row in operations.md: {missing}"
+    assert not stale, f"operations.md documents codes that are not registered: {stale}"
 
-    listed = set(CODE.findall(errors.__doc__ or ""))
-    missing = {c: where for c, where in raised_codes().items() if c not in listed}
-    assert not missing, f"codes missing from windowlib/core/errors.py's docstring: {missing}"
+
+def test_troubleshooting_links_the_generated_table():
+    assert "(errors.md)" in troubleshooting()

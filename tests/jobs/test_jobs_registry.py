@@ -7,7 +7,7 @@ import pytest
 import windowlib as wl
 from jobs import registry
 from jobs.registry import PipelineJob, SourceSpec
-from windowlib.core.errors import DefinitionError
+from windowlib.core.errors import DefinitionError, InputError
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +65,7 @@ def test_locations_are_derived_from_the_root():
                                  "s3://key:secret@bucket/x", "s3://bucket/x?versionId=1",
                                  "/no/scheme", 42])
 def test_invalid_roots_are_refused(uri):
-    with pytest.raises(DefinitionError) as err:
+    with pytest.raises(InputError) as err:
         registry.validate_root(uri)
     assert err.value.code == "URI_INVALID"
 
@@ -76,7 +76,7 @@ def test_default_root_follows_the_environment(monkeypatch):
     monkeypatch.setenv("WINDOWLIB_ROOT", "s3://lake-bucket/demo/")
     assert registry.default_root() == "s3://lake-bucket/demo"
     monkeypatch.setenv("WINDOWLIB_ROOT", "s3://lake-bucket/../x")
-    with pytest.raises(DefinitionError):
+    with pytest.raises(InputError):
         registry.default_root()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from jobs import run_pipeline
 from jobs.registry import REPO
-from windowlib.core.errors import DefinitionError, ExecutionError, InputError, StateError
+from windowlib.core import errors
 
 pytestmark = pytest.mark.unit
 
@@ -71,9 +71,57 @@ def test_missing_pipeline_argument_is_an_argparse_error(capsys):
     assert "--pipeline" in capsys.readouterr().err
 
 
-def test_exit_code_classification():
-    assert run_pipeline.is_user_error(DefinitionError("x", code="NAME_INVALID"))
-    assert run_pipeline.is_user_error(InputError("x", code="COLUMN_MISSING"))
-    assert run_pipeline.is_user_error(StateError("x", code="FINGERPRINT_MISMATCH"))
-    assert not run_pipeline.is_user_error(StateError("x", code="CHECKPOINT_CONFLICT"))
-    assert not run_pipeline.is_user_error(ExecutionError("x", code="FUNCTION_FAILED"))
+# decisions the registry pins (the CLI and run_pipeline.py used to disagree on some)
+PINNED = {"ARGUMENT_INVALID": 2, "URI_INVALID": 2, "NAME_INVALID": 2, "PIPELINE_UNKNOWN": 2,
+          "FINGERPRINT_MISMATCH": 2, "SNAPSHOT_VERSION": 2, "STATE_SCHEMA_MISMATCH": 2,
+          "OUTPUT_NOT_FOUND": 2, "CHECKPOINT_CONFLICT": 1, "CHECKPOINT_CORRUPT": 1,
+          "STAGING_MISSING": 1, "S3_UNAVAILABLE": 1, "FUNCTION_FAILED": 1,
+          "QUALITY_UNAVAILABLE": 1}
+
+
+def _raising(code: str):
+    entry = errors.REGISTRY[code]
+
+    def get_job(name):
+        raise entry.error_class(f"simulated while looking up {name!r}", code=code)
+
+    return get_job
+
+
+@pytest.mark.parametrize("code", sorted(errors.REGISTRY))
+def test_the_cli_and_run_pipeline_exit_alike_for_every_registered_code(code, monkeypatch,
+                                                                      capsys):
+    """Both entry points print ``[CODE] message`` and return ``errors.exit_code``: the same
+    error raised where both look the job up gives the same exit code."""
+    from windowlib import cli
+    from windowlib.runs import operations
+
+    monkeypatch.setattr(operations, "get_job", _raising(code))
+    expected = errors.REGISTRY[code].exit_code
+    assert run_pipeline.main(["--pipeline", "p", "--dry-run"]) == expected
+    assert capsys.readouterr().err.startswith(f"[{code}] simulated")
+    for argv in (["run", "--pipeline", "p"], ["status", "--pipeline", "p"]):
+        assert cli.main(argv) == expected
+        assert f"[{code}] simulated" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("code, exit_code", sorted(PINNED.items()))
+def test_pinned_exit_codes(code, exit_code):
+    error = errors.REGISTRY[code].error_class("x", code=code)
+    assert errors.exit_code(error) == exit_code
+    assert errors.is_user_error(error) == (exit_code == errors.EXIT_USER)
+
+
+def test_exit_codes_of_unregistered_codes_and_other_exceptions():
+    assert errors.exit_code(errors.InputError("x", code="MY_OWN")) == errors.EXIT_USER
+    assert errors.exit_code(errors.StateError("x", code="MY_OWN")) == errors.EXIT_FAILED
+    assert errors.exit_code(ValueError("x")) == errors.EXIT_FAILED
+
+
+def test_no_validate_is_planned_and_shown_in_the_dry_run(capsys, tmp_path):
+    argv = ["--pipeline", "clickstream_demo", "--root", tmp_path.as_uri(), "--dry-run",
+            "--json"]
+    assert run_pipeline.main([*argv, "--no-validate"]) == 0
+    assert json.loads(capsys.readouterr().out)["validate"] is False
+    assert run_pipeline.main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["validate"] is True

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from windowlib.core.errors import InputError
+from windowlib.core.errors import DefinitionError
 from windowlib.quality.report import write_run_report
 
 pytestmark = pytest.mark.unit
@@ -111,12 +111,26 @@ def test_validation_table_shows_status_and_escapes_messages(report):
     assert "/data/gx/run3/index.html" in text
 
 
+def test_validation_off_and_not_run_are_told_apart_from_passed():
+    from windowlib.quality.report import render_report
+
+    runs = history()[:3]
+    runs[0]["validation"] = None                                           # never validated
+    runs[1]["validation"] = {"success": True, "failed": [],                # the old "skipped"
+                             "skipped": "great_expectations not installed"}
+    runs[2]["validation"] = {"success": True, "status": "off", "failed": []}   # turned off
+    text = render_report("flights_delay", runs)
+    assert text.count("<span class=off>off</span>") == 1
+    assert text.count("<td>not run</td>") == 2 and "class=ok" not in text.split("<table>")[1]
+    assert "last validation: off" in text
+
+
 def test_empty_history_and_bad_names(tmp_path):
     text = write_run_report("p1", [], tmp_path / "r.html").read_text()
     assert "No runs yet." in text and "<svg" not in text
-    with pytest.raises(InputError):
+    with pytest.raises(DefinitionError):
         write_run_report("../etc", [], tmp_path / "x.html")
-    with pytest.raises(InputError):
+    with pytest.raises(DefinitionError):
         write_run_report("p1", [], tmp_path / ".." / "x.html")
 
 

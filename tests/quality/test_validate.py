@@ -11,7 +11,7 @@ import pytest
 
 import windowlib as wl
 from windowlib import aggregates as agg
-from windowlib.core.errors import ExecutionError
+from windowlib.core.errors import QualityError
 from windowlib.engines.spark import run_dataframe
 from windowlib.quality import lateness_histogram, validate_outputs
 
@@ -157,12 +157,12 @@ def test_missing_required_column_fails_without_gx(accumulating):
     assert [r.name for r in outcome.results] == ["column_exists:timing"]
 
 
-def test_expectation_on_unknown_column_is_a_validation_error(accumulating):
+def test_expectation_on_unknown_column_makes_the_quality_gate_unavailable(accumulating):
     p, result, summary = accumulating
-    with pytest.raises(ExecutionError) as info:
+    with pytest.raises(QualityError) as info:
         validate_outputs(p, result.firings, summary, extra_expectations=[
             gx.expectations.ExpectColumnValuesToNotBeNull(column="no_such_column")])
-    assert info.value.code == "VALIDATION_ERROR"
+    assert info.value.code == "QUALITY_UNAVAILABLE"
     assert "custom_1_expect_column_values_to_not_be_null" in str(info.value)
 
 

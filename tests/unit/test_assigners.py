@@ -220,11 +220,12 @@ def test_processing_time_session_dynamic_gap_uses_processing_time():
 
 
 @pytest.mark.parametrize("gap", [0, -1])
-def test_session_dynamic_gap_not_positive_raises_execution_error_naming_timestamp(gap):
+def test_session_dynamic_gap_not_positive_is_a_failed_user_function_naming_timestamp(gap):
+    # GAP_NOT_POSITIVE is the definition's (a static gap); a dynamic gap is the function's
     sessions = EventTimeSessionWindows.with_dynamic_gap(lambda e: gap)
     with pytest.raises(ExecutionError) as err:
         assign(sessions, 86_400_000)
-    assert err.value.code == "GAP_NOT_POSITIVE"
+    assert err.value.code == "FUNCTION_FAILED"
     assert "86400000" in str(err.value)
     assert "1970-01-02" in str(err.value)
 

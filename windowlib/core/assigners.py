@@ -276,7 +276,7 @@ class _SessionWindows(WindowAssigner):
         if gap <= 0:
             raise ExecutionError(
                 f"dynamic session gap must be positive, got {raw!r} for the element at "
-                f"{format_ts(t)} ({t} ms)", code="GAP_NOT_POSITIVE")
+                f"{format_ts(t)} ({t} ms)", code="FUNCTION_FAILED")
         return gap
 
     def merge_windows(self, windows: list[TimeWindow]

@@ -1,43 +1,39 @@
-"""The windowlib error hierarchy. Every error carries a stable ``code`` a caller can branch on.
+"""The windowlib errors and the one registry of their codes and exit codes.
 
 ::
 
-    WindowlibError                      base; ``code`` is a stable string (WINDOWLIB_ERROR)
-    ├── DefinitionError                 a pipeline cannot be built as written (build time)
-    │     codes: DEFINITION_INVALID (default), DURATION_INVALID, SIZE_NOT_POSITIVE,
-    │            SLIDE_INVALID, GAP_NOT_POSITIVE, OFFSET_INVALID, LATENESS_NEGATIVE,
-    │            TRIGGER_CANNOT_MERGE, FOLD_WITH_MERGING,
-    │            NO_WINDOW, NO_WINDOW_FUNCTION, FUNCTION_ALREADY_SET,
-    │            KEY_INVALID, NAME_INVALID, ACCUMULATION_INVALID, TIMEZONE_INVALID,
-    │            CALENDAR_UNIT_INVALID, ARGUMENT_INVALID, NATIVE_UNSUPPORTED,
-    │            REGISTRY_MISSING
-    ├── InputError                      input the engine cannot accept as a whole
-    │     codes: INPUT_INVALID (default), BUNDLE_INVALID, NO_PROCESSING_TIME,
-    │            TIMESTAMP_INVALID, ENGINE_UNKNOWN,
-    │            COLUMN_MISSING, ARGUMENT_INVALID, PARTITION_NAME_INVALID, FORMAT_INVALID,
-    │            SCHEMA_REQUIRED, SCHEMA_INVALID, URI_INVALID, PARTITION_VALUE_INVALID,
-    │            CONNECT_PORT_INVALID, CONNECT_URL_INVALID
-    ├── ExecutionError                  a user function or trigger misbehaved at run time
-    │     codes: EXECUTION_FAILED (default), RESULT_COLUMN_CONFLICT, TIMER_LOOP,
-    │            FUNCTION_FAILED, STATE_INVALID,
-    │            GAP_NOT_POSITIVE, KEY_STATE_LIMIT, RESULT_SCHEMA_MISMATCH,
-    │            CONNECT_SERVER_FAILED, VALIDATION_ERROR, OUTPUT_UNKNOWN
-    └── StateError                      checkpoints and snapshots
-          codes: SNAPSHOT_UNSERIALIZABLE, SNAPSHOT_VERSION, SNAPSHOT_CORRUPT,
-                 FINGERPRINT_MISMATCH, CHECKPOINT_CONFLICT, CHECKPOINT_CORRUPT,
-                 CHECKPOINT_FORMAT_UNSUPPORTED, STATE_SCHEMA_MISMATCH, STATE_INVALID,
-                 CONSERVATION_VIOLATED, STAGING_MISSING, OUTPUT_NOT_FOUND, OUTPUT_IN_USE,
-                 FRAME_EXISTS, KEY_INVALID, NAME_INVALID, URI_INVALID, URI_UNSUPPORTED,
-                 ACCESS_DENIED, S3_BUCKET_NOT_FOUND, S3_ACCESS_DENIED,
-                 S3_CREDENTIALS_INVALID, S3_CREDENTIALS_MISSING, S3_UNREACHABLE,
-                 S3_UNAVAILABLE, S3_REQUEST_FAILED, S3_ENDPOINT_INVALID, S3_SETTINGS_INVALID,
-                 S3_PROFILE_NOT_FOUND, S3_SERVER_FAILED
+    WindowlibError                 base; ``code`` is a stable string, ``str(e) == "[CODE] message"``
+    ├── DefinitionError            the caller's pipeline definition or arguments are invalid
+    ├── InputError                 input (data, files, locations) the run cannot accept as a whole
+    ├── ExecutionError             a user function, trigger or engine step failed at run time
+    ├── StateError                 checkpoints, snapshots, outputs and the object store
+    └── QualityError               the quality gate could not judge a run (nothing published)
+
+Every code windowlib raises is registered exactly once in ``REGISTRY`` (the table below) with
+the one class that raises it, the exit code of a process it ends, and a one-line meaning;
+``docs/errors.md`` is generated from it (``docs/make_errors.py``) and
+``tests/unit/test_error_registry.py`` walks the sources so that no code is raised unregistered
+or by another class. Exit codes (``exit_code``, the only rule; the CLI, ``jobs/run_pipeline.py``
+and the DAG tasks call it):
+
+* ``EXIT_OK`` 0: success (also "nothing new");
+* ``EXIT_USER`` 2: the call is wrong — arguments, definition, input data, or a checkpoint that
+  needs an operator's decision (``--rebuild``, another windowlib version). Running it again
+  unchanged fails the same way: DAG tasks fail without retry;
+* ``EXIT_FAILED`` 1: the run failed — storage, the environment, a concurrent run, a bug,
+  damaged state, or a blocked publish. Running again (after fixing the environment) may
+  succeed: DAG tasks retry.
 
 Rows that are merely bad (null timestamps, missing keys...) are never errors: they become
-reject records with a reason (SPEC §7).
+reject records with a reason (SPEC §7). Pure Python: this module imports only the standard
+library.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 
 class WindowlibError(Exception):
@@ -55,24 +51,204 @@ class WindowlibError(Exception):
 
 
 class DefinitionError(WindowlibError, ValueError):
-    """The pipeline definition is invalid; raised while it is being built."""
+    """The pipeline definition or a call's arguments are invalid (before any data is read)."""
 
     code = "DEFINITION_INVALID"
 
 
 class InputError(WindowlibError, ValueError):
-    """Input the engine cannot accept (as opposed to single bad rows, which are rejected)."""
+    """Input the run cannot accept as a whole (single bad rows are rejected instead)."""
 
     code = "INPUT_INVALID"
 
 
 class ExecutionError(WindowlibError, RuntimeError):
-    """A user function, trigger or evictor misbehaved while the pipeline ran."""
+    """A user function, trigger or evictor misbehaved, or an engine step failed, at run time."""
 
     code = "EXECUTION_FAILED"
 
 
 class StateError(WindowlibError, RuntimeError):
-    """A snapshot or checkpoint cannot be written, read or used."""
+    """A snapshot, checkpoint, output or stored object cannot be written, read or used."""
 
     code = "STATE_INVALID"
+
+
+class QualityError(WindowlibError, RuntimeError):
+    """The quality gate could not judge a run, so the run does not publish."""
+
+    code = "QUALITY_UNAVAILABLE"
+
+
+EXIT_OK, EXIT_FAILED, EXIT_USER = 0, 1, 2
+USER, FAILED = EXIT_USER, EXIT_FAILED   # short names for the table
+
+ERROR_CLASSES: tuple[type[WindowlibError], ...] = (
+    WindowlibError, DefinitionError, InputError, ExecutionError, StateError, QualityError)
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    """One registered code: the class that raises it, the exit code of a process it ends
+    (``EXIT_USER`` or ``EXIT_FAILED``) and what it means."""
+
+    code: str
+    error_class: type[WindowlibError]
+    exit_code: int
+    meaning: str
+
+
+_D, _I, _X, _S, _Q = DefinitionError, InputError, ExecutionError, StateError, QualityError
+
+# code, class, exit code, meaning (one line). A class's own default code is listed in its group:
+# ``cls(message)`` without ``code=`` raises it; windowlib itself always passes a specific code.
+_TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
+    ("WINDOWLIB_ERROR", WindowlibError, FAILED, "the base class's default code (never raised "
+     "by windowlib itself)"),
+    # --- DefinitionError: the definition or the arguments of a call --------------------------
+    ("DEFINITION_INVALID", _D, USER, "DefinitionError's default code (never raised by "
+     "windowlib itself)"),
+    ("ACCUMULATION_INVALID", _D, USER, "an unknown accumulation mode, or the trigger and "
+     "accumulation() name different ones"),
+    ("ARGUMENT_INVALID", _D, USER, "an argument of the wrong kind or value (the message names "
+     "it and what was expected)"),
+    ("CALENDAR_UNIT_INVALID", _D, USER, "CalendarWindows with an unknown unit"),
+    ("DEMO_ROOT_FOREIGN", _D, USER, "the demo's --root is a non-empty folder the demo did not "
+     "create"),
+    ("DURATION_INVALID", _D, USER, "a duration that cannot be parsed, is not whole ms, or has "
+     "the wrong type"),
+    ("FOLD_WITH_MERGING", _D, USER, "fold with merging (session) windows"),
+    ("FUNCTION_ALREADY_SET", _D, USER, "a second window function on one pipeline"),
+    ("GAP_NOT_POSITIVE", _D, USER, "a static session gap of zero or less"),
+    ("KEY_INVALID", _D, USER, "invalid key columns: empty, repeated, the timestamp, or "
+     "keyed/non-keyed calls mixed"),
+    ("LATENESS_NEGATIVE", _D, USER, "allowed_lateness below zero"),
+    ("NAME_INVALID", _D, USER, "a pipeline, job, run id or staged-prefix name outside its "
+     "allowed characters"),
+    ("NATIVE_UNSUPPORTED", _D, USER, "the native path was forced for a pipeline it cannot run"),
+    ("NO_WINDOW", _D, USER, "the pipeline has no window assigner"),
+    ("NO_WINDOW_FUNCTION", _D, USER, "the pipeline has no window function"),
+    ("OFFSET_INVALID", _D, USER, "a window offset not smaller than the size (or slide)"),
+    ("PIPELINE_INVALID", _D, USER, "a module of jobs/pipelines/ does not export a matching JOB"),
+    ("PIPELINE_UNKNOWN", _D, USER, "the named pipeline is not registered"),
+    ("REGISTRY_MISSING", _D, USER, "the pipeline registry module cannot be imported"),
+    ("SIZE_NOT_POSITIVE", _D, USER, "a window size or count of zero or less"),
+    ("SLIDE_INVALID", _D, USER, "a slide that is not positive or exceeds the window size"),
+    ("TIMEZONE_INVALID", _D, USER, "an unknown time zone"),
+    ("TRIGGER_CANNOT_MERGE", _D, USER, "merging windows with a trigger that cannot merge"),
+    # --- InputError: data, files and locations ------------------------------------------------
+    ("INPUT_INVALID", _I, USER, "InputError's default code (never raised by windowlib itself)"),
+    ("BUNDLE_INVALID", _I, USER, "run_bundles got something that is not a valid Bundle"),
+    ("COLUMN_MISSING", _I, USER, "the input lacks the timestamp, a key or a required column"),
+    ("CONNECT_PORT_INVALID", _I, USER, "a Spark Connect port outside 1-65535"),
+    ("CONNECT_URL_INVALID", _I, USER, "SPARK_REMOTE / remote= is not an sc://host:port URL"),
+    ("CORRECTIONS_EXIST", _I, USER, "that flights corrections batch was already landed"),
+    ("DATA_DIR_NOT_EMPTY", _I, USER, "a data builder was pointed at a foreign non-empty folder"),
+    ("DATA_MARKER_INVALID", _I, USER, "the flights build marker names a file outside its folder"),
+    ("DATA_MISSING", _I, USER, "landing files where there is no data (no history, partition or "
+     "range)"),
+    ("ENGINE_UNKNOWN", _I, USER, "an unknown engine name"),
+    ("FORMAT_INVALID", _I, USER, "an unsupported source file format"),
+    ("NO_PROCESSING_TIME", _I, USER, "processing-time windows got a bundle without a processing "
+     "time"),
+    ("PARTITION_NAME_INVALID", _I, USER, "a partition column name outside [A-Za-z0-9_]+"),
+    ("PARTITION_VALUE_INVALID", _I, USER, "a time partition value that is not ISO-8601"),
+    ("SCHEMA_INVALID", _I, USER, "a source schema that cannot be parsed"),
+    ("SCHEMA_REQUIRED", _I, USER, "a source needs an explicit schema"),
+    ("TIMESTAMP_INVALID", _I, USER, "the event-time column has a type that is not a timestamp"),
+    ("URI_INVALID", _I, USER, "a location that is not a clean file:///abs/path or "
+     "s3://bucket/prefix URI"),
+    ("URI_UNSUPPORTED", _I, USER, "a location with a scheme other than file:// or s3://"),
+    # --- ExecutionError: user functions, triggers and engine steps at run time ----------------
+    ("EXECUTION_FAILED", _X, FAILED, "ExecutionError's default code (never raised by "
+     "windowlib itself)"),
+    ("CONNECT_SERVER_FAILED", _X, FAILED, "the local Spark Connect server did not start"),
+    ("DEMO_SETUP", _X, FAILED, "the demo could not prepare Airflow"),
+    ("FUNCTION_FAILED", _X, FAILED, "a user function raised or returned something unusable "
+     "(e.g. a dynamic session gap)"),
+    ("KEY_STATE_LIMIT", _X, FAILED, "one key's buffered state exceeds max_key_state"),
+    ("MERGE_INVALID", _X, FAILED, "a window merge cannot be done (a state that cannot merge, a "
+     "merged window already late)"),
+    ("OUTPUT_UNKNOWN", _X, FAILED, "internal: a row routed to an undeclared output"),
+    ("RESULT_COLUMN_CONFLICT", _X, FAILED, "a window function returned a column windowlib sets"),
+    ("RESULT_SCHEMA_MISMATCH", _X, FAILED, "rows of a Python function do not fit result_schema"),
+    ("TIMER_LOOP", _X, FAILED, "a trigger keeps registering timers at or before the current "
+     "time"),
+    # --- StateError: checkpoints, snapshots, outputs, object stores ---------------------------
+    ("STATE_INVALID", _S, FAILED, "a checkpoint operation used out of protocol (StateError's "
+     "default code)"),
+    ("ACCESS_DENIED", _S, FAILED, "the file system refused to read or create a file"),
+    ("CHECKPOINT_CONFLICT", _S, FAILED, "another run committed first; retrying continues from "
+     "its commit"),
+    ("CHECKPOINT_CORRUPT", _S, FAILED, "a commit record, manifest or state file is damaged"),
+    ("CHECKPOINT_FORMAT_UNSUPPORTED", _S, USER, "the checkpoint was written in a format this "
+     "windowlib cannot read"),
+    ("CONSERVATION_VIOLATED", _S, FAILED, "a run's counts do not add up; nothing was published"),
+    ("FINGERPRINT_MISMATCH", _S, USER, "the pipeline definition changed since the checkpoint "
+     "(rebuild or revert)"),
+    ("FRAME_EXISTS", _S, FAILED, "writing a frame to a location that already holds files"),
+    ("OBJECT_KEY_INVALID", _S, FAILED, "an object-store key that is empty, absolute or escapes "
+     "its root"),
+    ("OUTPUT_IN_USE", _S, USER, "the output location belongs to another pipeline or "
+     "checkpoint"),
+    ("OUTPUT_NOT_FOUND", _S, USER, "reading an output no run has published to"),
+    ("S3_ACCESS_DENIED", _S, FAILED, "S3 answered 403"),
+    ("S3_BUCKET_NOT_FOUND", _S, FAILED, "the S3 bucket does not exist at that endpoint"),
+    ("S3_CREDENTIALS_INVALID", _S, FAILED, "S3 rejected the credentials, or only half were "
+     "given"),
+    ("S3_CREDENTIALS_MISSING", _S, FAILED, "no AWS credentials found"),
+    ("S3_ENDPOINT_INVALID", _S, FAILED, "the S3 endpoint is not http(s)://host[:port]"),
+    ("S3_PROFILE_NOT_FOUND", _S, FAILED, "the AWS profile is not in the shared files"),
+    ("S3_REQUEST_FAILED", _S, FAILED, "S3 refused a request (the message has its code)"),
+    ("S3_SERVER_FAILED", _S, FAILED, "the local SeaweedFS server did not start"),
+    ("S3_SETTINGS_INVALID", _S, FAILED, "unknown or invalid S3 settings"),
+    ("S3_UNAVAILABLE", _S, FAILED, "S3 kept failing (5xx, throttling) after every retry"),
+    ("S3_UNREACHABLE", _S, FAILED, "no connection to the S3 endpoint"),
+    ("SNAPSHOT_CORRUPT", _S, FAILED, "a snapshot value cannot be decoded"),
+    ("SNAPSHOT_UNSERIALIZABLE", _S, FAILED, "window state holds a value that is not plain data"),
+    ("SNAPSHOT_VERSION", _S, USER, "a snapshot of a format version this windowlib cannot read"),
+    ("STAGING_MISSING", _S, FAILED, "publishing a staged run that is gone; run again"),
+    ("STATE_SCHEMA_MISMATCH", _S, USER, "the saved state's key types or path differ from this "
+     "run's (rebuild)"),
+    # --- QualityError: the gate before publishing ----------------------------------------------
+    ("QUALITY_UNAVAILABLE", _Q, FAILED, "validation is on but cannot run (GX missing or "
+     "erroring); nothing published"),
+)
+
+
+def _build(rows: tuple[tuple[str, type[WindowlibError], int, str], ...]
+           ) -> Mapping[str, ErrorCode]:
+    out: dict[str, ErrorCode] = {}
+    for code, cls, exit_, meaning in rows:
+        if code in out:
+            raise RuntimeError(f"error code {code} is registered twice")
+        if exit_ not in (EXIT_USER, EXIT_FAILED):
+            raise RuntimeError(f"error code {code}: exit code {exit_} is neither 1 nor 2")
+        out[code] = ErrorCode(code, cls, exit_, meaning)
+    return MappingProxyType(out)
+
+
+REGISTRY: Mapping[str, ErrorCode] = _build(_TABLE)
+"""Every code, once: ``REGISTRY[code].error_class / .exit_code / .meaning``."""
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of a process that ``exc`` ends: the registered code's (``EXIT_USER`` 2 or
+    ``EXIT_FAILED`` 1); a code nobody registered (a user's own) follows its class
+    (``DefinitionError``/``InputError`` 2, others 1); anything not a ``WindowlibError`` is 1."""
+    if not isinstance(exc, WindowlibError):
+        return EXIT_FAILED
+    entry = REGISTRY.get(exc.code)
+    if entry is not None:
+        return entry.exit_code
+    return EXIT_USER if isinstance(exc, DefinitionError | InputError) else EXIT_FAILED
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the caller's to fix (``exit_code(exc) == EXIT_USER``): no retry."""
+    return exit_code(exc) == EXIT_USER
+
+
+__all__ = ["ERROR_CLASSES", "EXIT_FAILED", "EXIT_OK", "EXIT_USER", "REGISTRY",
+           "DefinitionError", "ErrorCode", "ExecutionError", "InputError", "QualityError",
+           "StateError", "WindowlibError", "exit_code", "is_user_error"]

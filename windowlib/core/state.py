@@ -47,7 +47,7 @@ class StateDescriptor:
 
     def merge_values(self, values: list[Any]) -> Any:
         raise ExecutionError(f"state {self.name!r} ({type(self).__name__}) cannot be merged; "
-                             "merge it in Trigger.on_merge yourself", code="STATE_INVALID")
+                             "merge it in Trigger.on_merge yourself", code="MERGE_INVALID")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from windowlib.core.errors import InputError
+from windowlib.core.errors import DefinitionError
 from windowlib.quality.suites import (
     ON_TIME_ROWS,
     RUN_COLUMNS,
@@ -59,8 +59,8 @@ def run_row(summary: Mapping[str, Any]) -> dict[str, int | None]:
     for name in RUN_COLUMNS:
         value = summary.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InputError(f"run summary field {name!r} must be an integer count, got "
-                             f"{value!r}", code="ARGUMENT_INVALID")
+            raise DefinitionError(f"run summary field {name!r} must be an integer count, "
+                                  f"got {value!r}", code="ARGUMENT_INVALID")
         row[name] = value
     parts = [row[n] for n in ("processed", "late", "rejects")]
     row["accounted"] = None if any(p is None for p in parts) else sum(parts)  # type: ignore

@@ -3,7 +3,9 @@
 ``write_run_report(pipeline_name, history, path)`` draws, with altair, firings by timing per run
 (stacked bars), late and rejected counts per run, the lateness distribution (summed over the
 history's ``lateness_histogram``), state rows and bytes over runs, and a table of validation
-status per run, under a header with the pipeline's description, last watermark and version.
+status per run (``runs.summary.validation_status``: passed, failed — or failed and published by
+override —, off when the caller turned validation off, not run), under a header with the
+pipeline's description, last watermark, version and validation status.
 
 Invariants:
 
@@ -26,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from windowlib.core.errors import InputError
+from windowlib.core.errors import DefinitionError
+from windowlib.runs.summary import validation_status
 
 TIMING_ORDER = ("EARLY", "ON_TIME", "LATE")
 _COLORS = {"EARLY": "#7aa6d6", "ON_TIME": "#2e7d32", "LATE": "#e08a1e"}
@@ -38,8 +41,8 @@ h1{margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px solid #ddd;padding-b
 figure{margin:0}figcaption{font-weight:600;margin-bottom:.3rem}
 table{border-collapse:collapse;margin-top:.5rem}td,th{border:1px solid #ddd;padding:.3rem .6rem;
 text-align:left;font-size:.9rem}th{background:#f4f4f4}
-.ok,.fail,.forced{padding:.1rem .5rem;border-radius:.6rem;color:#fff;font-size:.8rem}
-.ok{background:#2e7d32}.fail{background:#c62828}.forced{background:#e08a1e}
+.ok,.fail,.forced,.off{padding:.1rem .5rem;border-radius:.6rem;color:#fff;font-size:.8rem}
+.ok{background:#2e7d32}.fail{background:#c62828}.forced{background:#e08a1e}.off{background:#757575}
 code{background:#f4f4f4;padding:0 .2rem}
 """
 
@@ -53,12 +56,12 @@ def write_run_report(pipeline_name: str, history: Sequence[Mapping[str, Any]],
     ``description`` field when present.
     """
     if not isinstance(pipeline_name, str) or not re.fullmatch(r"[a-z0-9_]+", pipeline_name):
-        raise InputError(f"pipeline name must match [a-z0-9_]+, got {pipeline_name!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"pipeline name must match [a-z0-9_]+, got {pipeline_name!r}",
+                              code="ARGUMENT_INVALID")
     target = Path(os.fspath(path))
     if ".." in target.parts:
-        raise InputError(f"report path must not contain '..', got {str(target)!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"report path must not contain '..', got {str(target)!r}",
+                              code="ARGUMENT_INVALID")
     runs = [dict(r) for r in history]
     page = render_report(pipeline_name, runs, description=description)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +84,7 @@ def render_report(pipeline_name: str, runs: Sequence[Mapping[str, Any]], *,
             f"last version: {e(str(last.get('version', '')))} · "
             f"generation: {e(str(last.get('generation', '')))} · "
             f"last watermark: {e(str(last.get('watermark', '')))} · "
+            f"last validation: {e(validation_status(last.get('validation')) if runs else '')} · "
             f"generated {e(dt.datetime.now(dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ'))}</p>"]
     if runs:
         body = [
@@ -194,11 +198,13 @@ def _validation_table(runs: Sequence[Mapping[str, Any]]) -> str:
              "<th>data docs</th></tr>"]
     for i, run in reversed(list(enumerate(runs))):
         validation = run.get("validation") or {}
-        ok = validation.get("success")
+        status = validation_status(run.get("validation"))
         published = bool(run.get("published"))
-        if ok:
+        if status == "passed":
             badge = "<span class=ok>passed</span>"
-        elif ok is None:
+        elif status == "off":
+            badge = "<span class=off>off</span>"
+        elif status == "not run":
             badge = "not run"
         elif published and run.get("publish_on_failure"):
             badge = "<span class=forced>failed, published by override</span>"

@@ -26,8 +26,8 @@ Invariants:
   ``unexpected_count == 0`` (none has ``mostly``); a passed pipeline expectation reports
   ``None`` (not counted; it may use ``mostly``). ``element_count`` is known on failure only.
 * A data problem is a failed result; anything else GX raises (an expectation naming a column
-  that does not exist, a broken context) is an ``ExecutionError`` with code
-  ``VALIDATION_ERROR``.
+  that does not exist, a broken context) is a ``QualityError`` with code
+  ``QUALITY_UNAVAILABLE``: the run cannot be judged, so it must not publish.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from windowlib.core.errors import ExecutionError, InputError, WindowlibError
+from windowlib.core.errors import DefinitionError, QualityError, WindowlibError
 from windowlib.core.pipeline import Pipeline
 from windowlib.quality import frames
 from windowlib.quality.suites import FRAMES, META_KEY, Check, SuitePlan, build_plan
@@ -80,7 +80,8 @@ class ValidationOutcome:
     data_docs_index: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"success": self.success, "failed": list(self.failed),
+        return {"success": self.success, "status": "passed" if self.success else "failed",
+                "failed": list(self.failed),
                 "data_docs": self.data_docs_index,
                 "results": [asdict(r) for r in self.results]}
 
@@ -143,8 +144,8 @@ def _docs_dir(context_dir: str | os.PathLike[str] | None) -> Path | None:
         return None
     text = os.fspath(context_dir)
     if "\x00" in text or ".." in Path(text).parts:
-        raise InputError(f"context_dir must be a plain directory path without '..', got "
-                         f"{text!r}", code="ARGUMENT_INVALID")
+        raise DefinitionError(f"context_dir must be a plain directory path without '..', got "
+                              f"{text!r}", code="ARGUMENT_INVALID")
     path = Path(text).absolute()
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -206,21 +207,21 @@ def _run_gx(plan: SuitePlan, checks: Mapping[str, Sequence[Check]], data: Mappin
     except WindowlibError:
         raise
     except Exception as exc:   # GX/Spark failures that are not data problems
-        raise ExecutionError(f"Great Expectations could not validate pipeline "
-                             f"{plan.pipeline!r}: {type(exc).__name__}: {exc}",
-                             code="VALIDATION_ERROR") from exc
+        raise QualityError(f"Great Expectations could not validate pipeline "
+                           f"{plan.pipeline!r}: {type(exc).__name__}: {exc}",
+                           code="QUALITY_UNAVAILABLE") from exc
     for check in (c for chosen in checks.values() for c in chosen):
         r = found.get(check.name)
         if r is None:
-            raise ExecutionError(f"Great Expectations returned no result for check "
-                                 f"{check.name!r} of pipeline {plan.pipeline!r}",
-                                 code="VALIDATION_ERROR")
+            raise QualityError(f"Great Expectations returned no result for check "
+                               f"{check.name!r} of pipeline {plan.pipeline!r}",
+                               code="QUALITY_UNAVAILABLE")
         message = _raised(r.exception_info)
         if message is not None:
-            raise ExecutionError(
+            raise QualityError(
                 f"expectation {check.name!r} of pipeline {plan.pipeline!r} could not be "
                 f"evaluated (a definition problem, not a data problem): {message}",
-                code="VALIDATION_ERROR")
+                code="QUALITY_UNAVAILABLE")
     return found
 
 

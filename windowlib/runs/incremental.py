@@ -317,7 +317,11 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
     staged = stage_run(pipeline, source, checkpoint, output, plan, watermark=watermark,
                        spark=spark, settings=settings, result_schema=result_schema,
                        processing_time=processing_time, progress=progress, path=path)
-    outcome = validate(staged.firings, staged.summary) if validate is not None else None
+    try:
+        outcome = validate(staged.firings, staged.summary) if validate is not None else None
+    except BaseException:     # the gate could not decide (QUALITY_UNAVAILABLE...): fail closed
+        staged.staging.abort()
+        raise
     if progress is not None:
         progress(f"publishing version {staged.staging.version}")
     return publish_run(pipeline, checkpoint, staged, validation=outcome,

@@ -5,6 +5,12 @@ A *job* is any object with the attributes of ``jobs.registry.PipelineJob`` (``na
 ``locations(root)``; ``retain_versions`` is optional, default 3). The registry module is
 ``jobs.registry`` unless ``WINDOWLIB_REGISTRY`` names another module exposing ``get(name)``
 and ``registry()``.
+
+The quality gate fails closed: every job has expectations (the suite derived from its
+pipeline, plus its own), so a run with validation on that cannot be validated — Great
+Expectations not importable, or the validation itself erroring — raises
+``QualityError(QUALITY_UNAVAILABLE)`` and publishes nothing. Only ``validate=False`` (the CLI's
+``--no-validate``) publishes unvalidated, and the commit records ``validation: off``.
 """
 
 from __future__ import annotations
@@ -12,10 +18,10 @@ from __future__ import annotations
 import importlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from windowlib.core.errors import DefinitionError, InputError, StateError
+from windowlib.core.errors import DefinitionError, QualityError, StateError
 from windowlib.runs.incremental import Progress, open_checkpoint, run_incremental
 from windowlib.runs.protocol import CommitDetails, RunPlan, RunStatus
 from windowlib.runs.summary import RunSummary, iso_ms
@@ -46,30 +52,71 @@ def default_root() -> str:
     return root()
 
 
-def validator(job: Any, context_dir: str | None = None) -> Any:
-    """The GX gate for ``job``'s staged firings (``None`` when GX is not installed)."""
-    try:
-        from windowlib.quality import validate_outputs
-    except ImportError:  # pragma: no cover - the quality extra is missing
-        return None
+Gate = Callable[[Any, Any], dict[str, Any]]
+VALIDATION_OFF = {"success": True, "status": "off", "failed": [],
+                  "reason": "turned off by the caller (validate=False / --no-validate)"}
 
-    def validate(firings: Any, summary: RunSummary) -> dict[str, Any]:
-        extra = list(job.expectations()) if job.expectations else []
-        outcome = validate_outputs(job.pipeline, firings, summary.to_dict(),
-                                   extra_expectations=extra, context_dir=context_dir)
+
+def _unavailable(job: Any, exc: BaseException) -> QualityError:
+    return QualityError(
+        f"pipeline {job.name!r} has expectations but cannot be validated: Great Expectations "
+        f"is not importable ({type(exc).__name__}: {exc}); nothing was published. Install "
+        "great-expectations, or turn validation off explicitly (--no-validate, "
+        "validate=False: the commit records validation 'off')", code="QUALITY_UNAVAILABLE")
+
+
+def require_quality(job: Any) -> None:
+    """Raise ``QualityError(QUALITY_UNAVAILABLE)`` unless Great Expectations and windowlib's
+    quality module import (checked before a run stages anything)."""
+    try:
+        import great_expectations  # noqa: F401
+
+        from windowlib.quality import validate as _validate  # noqa: F401
+    except ImportError as exc:
+        raise _unavailable(job, exc) from exc
+
+
+def validator(job: Any, context_dir: str | None = None) -> Gate:
+    """The GX gate for ``job``'s staged firings: ``gate(firings_df, summary)`` returns the
+    outcome's JSON (``status`` ``passed``/``failed``; a failed one blocks the publish).
+    Raises ``QualityError(QUALITY_UNAVAILABLE)`` — now when GX is not importable, or later from
+    the gate when the expectations cannot be built or evaluated."""
+    require_quality(job)
+    from windowlib.quality import validate_outputs
+
+    def validate(firings: Any, summary: Any) -> dict[str, Any]:
+        data = summary if isinstance(summary, Mapping) else summary.to_dict()
+        try:
+            extra = list(job.expectations()) if job.expectations else []
+        except ImportError as exc:
+            raise _unavailable(job, exc) from exc
+        outcome = validate_outputs(job.pipeline, firings, data, extra_expectations=extra,
+                                   context_dir=context_dir)
         return outcome.to_dict()
 
     return validate
+
+
+def validation_off(firings: Any, summary: Any) -> dict[str, Any]:
+    """The gate of a run whose caller turned validation off: publishes, recorded as ``off``."""
+    return dict(VALIDATION_OFF, failed=[])
 
 
 def run_job(job: Any, root: str, *, partitions: Sequence[Any] | None = None,
             run_id: str | None = None, spark: Any = None, validate: bool = True,
             publish_on_failure: bool = False, dry_run: bool = False,
             progress: Progress | None = None, checkpoint_store: Any = None) -> RunSummary:
-    """One incremental run of a registered job under ``root`` (see ``run_incremental``)."""
+    """One incremental run of a registered job under ``root`` (see ``run_incremental``).
+
+    ``validate=True`` gates the publish with the job's expectations and fails closed:
+    ``QUALITY_UNAVAILABLE`` before anything is staged when GX is missing, or from the gate when
+    the validation itself errors (the staged run is then never committed; ``gc`` removes it).
+    ``validate=False`` publishes unvalidated and records ``validation: off``."""
     checkpoint, output = job.locations(root)
     docs = f"{root.rstrip('/')}/_windowlib/quality/{job.name}"
-    gate = validator(job, _local_path(docs)) if validate else None
+    gate: Gate | None = None
+    if not dry_run:
+        gate = validator(job, _local_path(docs)) if validate else validation_off
     return run_incremental(job.pipeline, job.source_for(root),
                            checkpoint_store or checkpoint, output, partitions,
                            job.watermark, spark=spark, run_id=run_id,
@@ -93,6 +140,8 @@ def backfill_job(job: Any, root: str, first: Any, last: Any, *, rebuild: bool = 
                        dry_run=dry_run, run_id=run_id, progress=progress)
     checkpoint, _ = job.locations(root)
     main = open_checkpoint(job.pipeline, checkpoint)
+    if validate and not dry_run:
+        require_quality(job)   # fail closed before a generation is started
     if dry_run:
         parts = job.source_for(root).list_partitions(first, last)
         return RunSummary(pipeline=job.name, run_id=run_id or "rebuild", status=RunStatus.DRY_RUN,
@@ -171,12 +220,12 @@ def gc_job(job: Any, root: str, *, grace_hours: float = GC_GRACE_HOURS,
     schedule (the ``windowlib_maintenance`` DAG, ``windowlib gc``), not in every run."""
     if isinstance(grace_hours, bool) or not isinstance(grace_hours, int | float) \
             or not math.isfinite(grace_hours) or grace_hours < 0:
-        raise InputError(f"grace_hours must be a finite number >= 0, got {grace_hours!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"grace_hours must be a finite number >= 0, got {grace_hours!r}",
+                              code="ARGUMENT_INVALID")
     keep = getattr(job, "retain_versions", 3) if retain_versions is None else retain_versions
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-        raise InputError(f"retain_versions must be an int >= 1, got {keep!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"retain_versions must be an int >= 1, got {keep!r}",
+                              code="ARGUMENT_INVALID")
     checkpoint, _ = job.locations(root)
     cs = open_checkpoint(job.pipeline, checkpoint, retain_versions=keep)
     report = cs.gc(grace_seconds=float(grace_hours) * 3600.0)
@@ -241,21 +290,20 @@ def stage_job(job: Any, root: str, plan: dict[str, Any], *, spark: Any = None,
 
 def audit_job(job: Any, root: str, ref: dict[str, Any], *, spark: Any = None,
               context_dir: str | None = None) -> dict[str, Any]:
-    """Step 3: validate the staged firings with GX; returns the outcome's JSON."""
+    """Step 3: validate the staged firings with GX; returns the outcome's JSON. Fails closed:
+    ``QUALITY_UNAVAILABLE`` when the staged run cannot be validated (nothing is published)."""
     from pyspark.sql.types import StructType
 
     from windowlib.engines.spark.session import get_or_create_session
     from windowlib.runs.frames import FrameInfo, read_frame
     from windowlib.runs.summary import RunSummary
 
+    docs = context_dir or _local_path(f"{root.rstrip('/')}/_windowlib/quality/{job.name}")
+    gate = validator(job, docs)          # fails closed before any data is read
     info = ref["firings"]       # the staged firings' files travel in the ref (no re-read)
     spark = spark or get_or_create_session()
     # exactly the staged files (no listing)
     firings = read_frame(spark, FrameInfo.from_dict(info), StructType.fromJson(info["schema"]))
-    docs = context_dir or _local_path(f"{root.rstrip('/')}/_windowlib/quality/{job.name}")
-    gate = validator(job, docs)
-    if gate is None:
-        return {"success": True, "failed": [], "skipped": "great_expectations not installed"}
     return gate(firings, RunSummary.from_dict(ref["summary"]))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.state.s3config import S3Settings
@@ -84,8 +84,8 @@ def read_output(output: str, name: str, *, spark: Any = None,
     from windowlib.runs.protocol import CommitDetails
 
     if name not in OUTPUTS:
-        raise StateError(f"unknown output {name!r}; one of {OUTPUTS}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"unknown output {name!r}; one of {OUTPUTS}",
+                              code="ARGUMENT_INVALID")
     spark = spark or get_or_create_session()
     files: list[str] = []
     schema = None

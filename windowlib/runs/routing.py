@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from windowlib.core.errors import InputError, StateError
+from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.engines.spark.outputs import ROUTE_SEP
 from windowlib.runs.frames import (
     _TOKEN,
@@ -109,16 +109,17 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
     least the default parallelism; ``0`` keeps ``routed``'s partitioning).
 
     Raises ``StateError(FRAME_EXISTS)`` when an output location already holds files, and
-    ``InputError`` for a bad token, a missing column or locations on different schemes.
+    ``DefinitionError`` for a bad token, ``InputError`` for a missing column or locations on
+    different schemes.
     Errors raised in the tasks (e.g. a user function failing upstream) propagate as Spark
     reports them.
     """
     token = token or uuid.uuid4().hex[:12]
     if not _TOKEN.match(token):
-        raise InputError(f"token must match [A-Za-z0-9_-]{{1,64}}, got {token!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"token must match [A-Za-z0-9_-]{{1,64}}, got {token!r}",
+                              code="ARGUMENT_INVALID")
     if max_rows_per_file < 1:
-        raise InputError("max_rows_per_file must be >= 1", code="ARGUMENT_INVALID")
+        raise DefinitionError("max_rows_per_file must be >= 1", code="ARGUMENT_INVALID")
     present = set(routed.columns)
     if OUT not in present:
         raise InputError(f"the routed frame lacks {OUT!r}", code="COLUMN_MISSING")

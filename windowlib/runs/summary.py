@@ -3,17 +3,36 @@
 Invariant checked before anything is published: ``inputs = processed + late + rejects``
 (``inputs`` counts the rows read from the run's new files; rows of unreadable files are counted
 in ``bad_files`` instead, file by file, and also reported as rejects).
+
+A run's ``validation`` is the quality gate's JSON; ``validation_status`` reads it as ``passed``,
+``failed``, ``off`` (the caller turned validation off) or ``not run`` (no record: a run that
+was not validated, e.g. one committed before the gate failed closed).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from windowlib.core.errors import StateError
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.runs.protocol import RunStatus
+
+VALIDATION_STATUSES = ("passed", "failed", "off", "not run")
+
+
+def validation_status(validation: Mapping[str, Any] | None) -> str:
+    """``passed`` | ``failed`` | ``off`` | ``not run`` for a run's ``validation`` record."""
+    if not isinstance(validation, Mapping):
+        return "not run"
+    status = validation.get("status")
+    if status in VALIDATION_STATUSES:
+        return str(status)
+    if validation.get("skipped"):   # an unvalidated publish recorded before the gate failed closed
+        return "not run"
+    return "passed" if validation.get("success") else "failed"
 
 
 def iso_ms(ms: int | None) -> str | None:
@@ -94,8 +113,8 @@ class RunSummary:
                + (f", retractions {self.retractions}" if self.retractions else ""),
                f"  state {self.state_rows} keys, {self.state_entries} entries, "
                f"{self.state_bytes} bytes"]
-        if self.validation is not None:
-            ok = "passed" if self.validation.get("success") else "FAILED"
-            out.append(f"  validation {ok}"
-                       + "".join(f"\n    - {f}" for f in self.validation.get("failed", [])))
+        status = validation_status(self.validation)
+        if status != "not run":
+            out.append(f"  validation {'FAILED' if status == 'failed' else status}"
+                       + "".join(f"\n    - {f}" for f in (self.validation or {}).get("failed", [])))
         return out
