@@ -284,7 +284,7 @@ def do_report(name: str, root: str) -> str:
     if target.startswith("file://"):
         write_run_report(name, history, target[len("file://"):], description=job.description)
         return target
-    from windowlib.state.objectstore import open_store
+    from windowlib.state.stores import open_store
 
     with tempfile.TemporaryDirectory() as tmp:
         page = write_run_report(name, history, Path(tmp) / f"{name}.html",

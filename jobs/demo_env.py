@@ -169,7 +169,7 @@ def copy_reports(ws: Workspace, names: list[str]) -> None:
     """With S3: download each pipeline's HTML report next to the local Data Docs."""
     if not ws.s3:
         return
-    from windowlib.state.objectstore import open_store
+    from windowlib.state.stores import open_store
 
     store = open_store(f"{ws.root}/_windowlib/reports")
     for name in names:
