@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from windowlib.core.errors import WindowlibError
+from windowlib.state.uri import Uri
 
 USER_ERRORS = ("DefinitionError", "InputError")
 USER_STATE_CODES = {"FINGERPRINT_MISMATCH", "CHECKPOINT_CONFLICT", "OUTPUT_NOT_FOUND",
@@ -88,7 +89,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from windowlib.runs import operations as ops
 
     job = ops.get_job(args.pipeline)
-    root = args.root or ops.default_root()
+    root = str(Uri.parse(args.root)) if args.root else ops.default_root()
     if args.command == "status":
         return _emit(args, ops.job_status(job, root))
     if args.command == "report":
@@ -222,11 +223,12 @@ def _report(args: argparse.Namespace, job: Any, root: str) -> int:
 
 
 def _default_report_path(root: str, name: str) -> str:
-    if not root.startswith("file://"):
+    loc = Uri.parse(root)
+    if loc.scheme != "file":
         from windowlib.core.errors import InputError
         raise InputError("for a non-local root pass --out PATH (a local file)",
                          code="ARGUMENT_INVALID")
-    return f"{root[len('file://'):]}/_windowlib/reports/{name}.html"
+    return loc.child(f"_windowlib/reports/{name}.html").arrow_path
 
 
 if __name__ == "__main__":  # pragma: no cover
