@@ -10,8 +10,10 @@ import time
 import pytest
 
 from windowlib.core.errors import InputError, WindowlibError
-from windowlib.runs.frames import is_hidden, list_objects, parse_location
 from windowlib.runs.source import PartitionedSource, parse_partition_value
+from windowlib.state.objectstore import is_hidden
+from windowlib.state.stores import open_store
+from windowlib.state.uri import Uri
 
 HOUR, DAY = 3_600_000, 86_400_000
 
@@ -68,16 +70,16 @@ def test_invalid_time_values_raise_a_clear_error_with_a_code(value, name) -> Non
 ])
 def test_unsafe_or_unsupported_locations_are_refused(uri) -> None:
     with pytest.raises(InputError) as err:
-        parse_location(uri)
+        Uri.parse(uri)
     assert err.value.code == "URI_INVALID"
 
 
 @pytest.mark.unit
 def test_locations_parse_to_arrow_and_spark_paths() -> None:
-    s3 = parse_location("s3a://my-bucket/a/b/")
+    s3 = Uri.parse("s3a://my-bucket/a/b/")
     assert (s3.uri, s3.arrow_path, s3.spark_path) == (
         "s3://my-bucket/a/b", "my-bucket/a/b", "s3a://my-bucket/a/b")
-    local = parse_location("file:///data//events/")
+    local = Uri.parse("file:///data//events/")
     assert (local.uri, local.arrow_path) == ("file:///data/events", "/data/events")
     with pytest.raises(InputError):
         local.child("x/../../etc")
@@ -182,7 +184,7 @@ def test_late_and_rewritten_local_files_are_seen_as_new(tmp_path) -> None:
 
 @pytest.mark.unit
 def test_missing_location_lists_empty(tmp_path) -> None:
-    assert list_objects(parse_location(f"file://{tmp_path}/nope")) == []
+    assert list(open_store(f"file://{tmp_path}/nope").list(hidden=False)) == []
     assert PartitionedSource(f"file://{tmp_path}/nope").list_partitions() == []
 
 

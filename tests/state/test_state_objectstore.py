@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import InputError, StateError
 from windowlib.state.objectstore import FileStore
-from windowlib.state.stores import open_store
+from windowlib.state.stores import delete_location, open_store
 
 
 def test_missing_object_reads_as_none(store) -> None:
@@ -149,3 +149,14 @@ def test_s3_directory_markers_are_not_objects(store) -> None:
     store.write_bytes("m/x", b"1")
     assert [i.key for i in store.list()] == ["m/x"]
     assert store.delete_prefix("m/") == 1
+
+
+def test_delete_location_removes_everything_below_it_hidden_files_too(store, s3_settings) -> None:
+    for key in ["out/a", "out/_SUCCESS", "out/k=1/.x.crc", "outer/keep"]:
+        store.write_bytes(key, b"x")
+    assert delete_location(store.uri_for("out"), s3_settings) == 3
+    assert [i.key for i in store.list()] == ["outer/keep"]
+    for root in ("file:///", "s3://some-bucket"):
+        with pytest.raises(InputError) as err:
+            delete_location(root, s3_settings)
+        assert err.value.code == "ARGUMENT_INVALID"

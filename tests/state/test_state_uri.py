@@ -49,6 +49,12 @@ def test_paths_for_arrow_and_spark() -> None:
     assert Uri.parse("s3://my-bucket").arrow_path == "my-bucket"
 
 
+@pytest.mark.parametrize("text", ["s3://my-bucket/a/b", "s3://my-bucket", "file:///tmp/x"])
+def test_arrow_paths_map_back(text) -> None:
+    uri = Uri.parse(text)
+    assert Uri.from_arrow_path(uri.scheme, uri.arrow_path) == uri
+
+
 def test_plain_paths_only_where_asked_for(tmp_path) -> None:
     assert Uri.parse(str(tmp_path), paths=True) == Uri.parse(f"file://{tmp_path}")
     assert Uri.parse("rel/dir", paths=True) == Uri.from_path(os.path.abspath("rel/dir"))

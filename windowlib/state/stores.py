@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from windowlib.core.errors import InputError
 from windowlib.state.objectstore import FileStore, ObjectStore
 from windowlib.state.s3store import S3Store
 from windowlib.state.uri import Uri
@@ -15,7 +16,7 @@ from windowlib.state.uri import Uri
 if TYPE_CHECKING:
     from windowlib.state.s3config import S3Settings
 
-__all__ = ["open_store"]
+__all__ = ["delete_location", "open_store"]
 
 
 def open_store(uri: str | Uri, settings: S3Settings | None = None) -> ObjectStore:
@@ -26,3 +27,14 @@ def open_store(uri: str | Uri, settings: S3Settings | None = None) -> ObjectStor
     if loc.scheme == "file":
         return FileStore(loc)
     return S3Store(loc.bucket, loc.key, settings=settings)
+
+
+def delete_location(uri: str | Uri, settings: S3Settings | None = None) -> int:
+    """Delete every object below ``uri`` (hidden ones too; ``delete_prefix`` of its parent
+    store); returns how many. A bucket or the file-system root is refused
+    (``InputError(ARGUMENT_INVALID)``)."""
+    loc = Uri.parse(uri, paths=True)
+    if loc.parent is None:
+        raise InputError(f"refusing to delete everything under {loc}: a bucket or file-system "
+                         "root", code="ARGUMENT_INVALID")
+    return open_store(loc.parent, settings).delete_prefix(f"{loc.name}/")

@@ -156,6 +156,11 @@ class Uri:
         """The ``file`` URI of a local path (relative: from the current directory)."""
         return cls.parse(os.fspath(path), paths=True)
 
+    @classmethod
+    def from_arrow_path(cls, scheme: str, path: str) -> Uri:
+        """The inverse of :attr:`arrow_path` (e.g. a file a Spark task wrote)."""
+        return cls.parse(("file://" if scheme == "file" else f"{scheme}://") + path)
+
     @property
     def uri(self) -> str:
         """The normal form, e.g. ``s3://bucket/a/b`` or ``file:///tmp/x``."""
