@@ -11,6 +11,7 @@ import pytest
 
 from windowlib.core.errors import InputError, WindowlibError
 from windowlib.runs.source import PartitionedSource, parse_partition_value
+from windowlib.state.checkpoint import CheckpointStore
 from windowlib.state.objectstore import is_hidden
 from windowlib.state.stores import open_store
 from windowlib.state.uri import Uri
@@ -72,6 +73,18 @@ def test_unsafe_or_unsupported_locations_are_refused(uri) -> None:
     with pytest.raises(InputError) as err:
         Uri.parse(uri)
     assert err.value.code == "URI_INVALID"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("uri", ["s3://KEY:SECRET@bucket/lake", "s3a://KEY:SE/CRET@bucket/x",
+                                 "s3://bucket/lake?KEY=SECRET", "file://KEY:SECRET@host/x"])
+def test_credentials_in_a_location_are_never_echoed(uri) -> None:
+    for make in (lambda: PartitionedSource(uri), lambda: open_store(uri),
+                 lambda: CheckpointStore(uri, "demo", "fp")):
+        with pytest.raises(InputError) as err:
+            make()
+        assert err.value.code == "URI_INVALID"
+        assert "KEY" not in str(err.value) and "CRET" not in str(err.value)
 
 
 @pytest.mark.unit
