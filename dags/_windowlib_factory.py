@@ -75,7 +75,7 @@ RETRY_DELAY_ENV = "WINDOWLIB_RETRY_DELAY_SECONDS"
 START_ENV, END_ENV = "WINDOWLIB_DAG_START_DATE", "WINDOWLIB_DAG_END_DATE"
 DEFAULT_START = datetime(2024, 3, 1, tzinfo=UTC)  # the synthetic clickstream's first hour
 _KEY_CHARS = re.compile(r"[^A-Za-z0-9_.:+=@-]")
-_ROOT_PATTERN = r"^(file|s3)://\S+$"
+_ROOT_PATTERN = r"^(file|s3a?)://\S+$"   # a quick form check; resolve_root validates
 log = logging.getLogger(__name__)
 
 
@@ -91,7 +91,9 @@ def get_job(name: str) -> Any:
 
 
 def resolve_root(params: dict[str, Any] | None) -> str:
-    """The ``root`` Param when given, else the registry's default root (validated)."""
+    """The ``root`` Param when given, else the registry's default root, validated by the
+    registry's ``validate_root`` (the one URI type: ``InputError(URI_INVALID)``, messages never
+    echo credentials)."""
     module = registry_module()
     given = (params or {}).get("root")
     if given:
@@ -317,21 +319,20 @@ def do_report(name: str, root: str) -> str:
 
     from windowlib.quality import write_run_report
     from windowlib.runs.operations import run_history
+    from windowlib.state.stores import open_store
+    from windowlib.state.uri import Uri
 
     job = get_job(name)
     history = run_history(job, root)
-    target = report_path(root, name)
-    if target.startswith("file://"):
-        write_run_report(name, history, target[len("file://"):], description=job.description)
-        return target
-    from windowlib.state.objectstore import open_store
-
+    target = Uri.parse(report_path(root, name))
+    if target.scheme == "file":
+        write_run_report(name, history, target.arrow_path, description=job.description)
+        return str(target)
     with tempfile.TemporaryDirectory() as tmp:
         page = write_run_report(name, history, Path(tmp) / f"{name}.html",
                                 description=job.description)
-        folder, _, file = target.rpartition("/")
-        open_store(folder).write_bytes(file, page.read_bytes())
-    return target
+        open_store(target.parent).write_bytes(target.name, page.read_bytes())
+    return str(target)
 
 
 _PARTITION_RE = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}", "YYYY-MM-DD": r"\d{4}-\d{2}-\d{2}"}

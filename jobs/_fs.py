@@ -1,8 +1,10 @@
 """Where the sample-data generators write: a pyarrow file system and a base path for a root.
 
-Roots are local paths, ``file://`` URIs or ``s3://bucket/prefix`` URIs (S3 through
-``windowlib.state.s3config.S3Settings``: endpoint and credentials from the standard AWS
-configuration). Sub-paths are validated by ``jobs.registry``'s rules: no ``..``.
+Roots are local paths, ``file://`` URIs or ``s3://bucket/prefix`` URIs, parsed by the one URI
+type (``windowlib.state.uri.Uri``: no ``..``, also not percent-encoded; ``%`` is literal) and
+checked as roots by ``jobs.registry.validate_root``. S3 goes through
+``windowlib.state.s3config.S3Settings`` (endpoint and credentials from the standard AWS
+configuration). Path parts given to :func:`join` pass the same segment rule.
 """
 
 from __future__ import annotations
@@ -11,38 +13,36 @@ import json
 import posixpath
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from windowlib.core.errors import DefinitionError, InputError
+from windowlib.state.paths import segment_problem
+from windowlib.state.uri import Uri
 
 
 def filesystem_for(root: str | Path) -> tuple[Any, str]:
-    """``(pyarrow FileSystem, base path)`` for ``root``."""
+    """``(pyarrow FileSystem, base path)`` for ``root``. Raises ``InputError(URI_INVALID)``."""
     from pyarrow import fs as pafs
 
-    text = str(root)
-    if text.startswith("s3://"):
-        from jobs.registry import validate_root
+    from jobs.registry import validate_root
+
+    loc = Uri.parse(validate_root(str(Uri.parse(str(root), paths=True))))
+    if loc.scheme == "s3":
         from windowlib.state.s3config import S3Settings
 
-        validate_root(text)
-        parts = urlsplit(text)
-        return S3Settings.resolve().arrow_filesystem(), (parts.netloc + parts.path).rstrip("/")
-    if text.startswith("file://"):
-        from jobs.registry import validate_root
-
-        text = unquote(urlsplit(validate_root(text)).path)
-    elif "://" in text:
-        raise InputError(f"unsupported root {root!r}: use a path, file:// or s3://",
-                         code="URI_INVALID")
-    path = Path(text).resolve()
-    return pafs.LocalFileSystem(), path.as_posix()
+        return S3Settings.resolve().arrow_filesystem(), loc.arrow_path
+    return pafs.LocalFileSystem(), loc.arrow_path
 
 
 def join(base: str, *parts: str) -> str:
+    """``base/part/...``; each part is one or more ``/``-separated segments inside ``base``
+    (no ``..``, ``.``, empty or absolute parts, also not percent-encoded), else
+    ``DefinitionError(ARGUMENT_INVALID)``."""
     for part in parts:
-        if part in ("", ".", "..") or "/.." in f"/{part}" or part.startswith("/"):
-            raise DefinitionError(f"invalid path part {part!r}", code="ARGUMENT_INVALID")
+        problems = [segment_problem(seg) for seg in part.split("/")] if part else ["empty"]
+        problem = next((p for p in problems if p), None)
+        if problem:
+            raise DefinitionError(f"invalid path part {part!r}: {problem}",
+                                  code="ARGUMENT_INVALID")
     return posixpath.join(base, *parts)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, ExecutionError
+from windowlib.state.uri import Uri
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = ".windowlib-demo"
@@ -41,7 +42,7 @@ class Workspace:
 
     @property
     def root(self) -> str:
-        return f"s3://{BUCKET}/lake" if self.s3 else (self.local / "lake").as_uri()
+        return f"s3://{BUCKET}/lake" if self.s3 else str(Uri.from_path(self.local / "lake"))
 
     @property
     def airflow_home(self) -> Path:
@@ -104,14 +105,10 @@ def start_over(ws: Workspace) -> list[str]:
     from jobs.flights import remove_corrections
 
     if ws.s3:
-        client = ws.server.client()
-        for prefix in STATE_PREFIXES:
-            pages = client.get_paginator("list_objects_v2").paginate(
-                Bucket=BUCKET, Prefix=f"lake/{prefix}/")
-            for page in pages:
-                keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-                if keys:
-                    client.delete_objects(Bucket=BUCKET, Delete={"Objects": keys})
+        from windowlib.state.stores import delete_location
+
+        for prefix in STATE_PREFIXES:      # S3 settings from the server's AWS_* environment
+            delete_location(f"{ws.root}/{prefix}")
         for folder in ("reports", "quality"):
             shutil.rmtree(ws.local / folder, ignore_errors=True)
     else:
@@ -169,7 +166,7 @@ def copy_reports(ws: Workspace, names: list[str]) -> None:
     """With S3: download each pipeline's HTML report next to the local Data Docs."""
     if not ws.s3:
         return
-    from windowlib.state.objectstore import open_store
+    from windowlib.state.stores import open_store
 
     store = open_store(f"{ws.root}/_windowlib/reports")
     for name in names:

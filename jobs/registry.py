@@ -12,7 +12,8 @@ Invariants:
   checkpoint namespace, the output folder, the DAG id and the file name never disagree.
 * Locations are derived, never configured per job: ``{root}/_windowlib/checkpoints`` and
   ``{root}/windows/{name}``; sources live under ``{root}/{source.path}``. Roots are ``file://``
-  or ``s3://`` URIs; relative paths in specs may not escape the root (no ``..``, no leading ``/``).
+  or ``s3://`` URIs checked by ``windowlib.state.uri.Uri``; relative paths in specs may not
+  escape the root (no ``..``, no leading ``/``).
 * Importing this module is cheap: Spark, GX and the flights data load only when used.
 """
 
@@ -33,6 +34,7 @@ import pendulum
 from windowlib.core.errors import DefinitionError, InputError
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.watermarks import WatermarkStrategy
+from windowlib.state.uri import Uri  # light: the DAG files parse with the registry
 
 __all__ = ["PipelineJob", "SourceSpec", "default_root", "get", "registry", "validate_root"]
 
@@ -60,38 +62,24 @@ def _relative_path(path: object, what: str) -> str:
 
 
 def validate_root(uri: object) -> str:
-    """A ``file://`` (absolute path) or ``s3://bucket[/prefix]`` root, without a trailing slash.
+    """A root URI in normal form: ``file:///absolute/path`` or ``s3://bucket[/prefix]``
+    (``s3a://`` accepted), without a trailing slash — parsed by the one URI type,
+    :class:`windowlib.state.uri.Uri`.
 
-    Raises ``InputError(URI_INVALID)`` for anything else (other schemes, ``..`` segments,
-    credentials or query strings in the URI)."""
-    if not isinstance(uri, str):
-        raise InputError(f"root must be a URI string, got {uri!r}", code="URI_INVALID")
-    text = uri.rstrip("/")
-    m = re.fullmatch(r"(file|s3)://(.*)", text)
-    if not m or any(c in text for c in "?#@\\") or any(c.isspace() for c in text):
-        raise InputError(
-            f"root {uri!r} must be file:///absolute/path or s3://bucket/prefix (no query, "
-            "credentials or spaces)", code="URI_INVALID")
-    scheme, rest = m.groups()
-    if scheme == "file" and not rest.startswith("/"):
-        raise InputError(f"root {uri!r}: file:// roots need an absolute path "
-                         "(file:///...)", code="URI_INVALID")
-    parts = [p for p in rest.split("/") if p]
-    if scheme == "s3" and (not parts or not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
-                                                           parts[0])):
-        raise InputError(f"root {uri!r}: invalid bucket name", code="URI_INVALID")
-    if any(p in (".", "..") for p in rest.split("/")):
-        raise InputError(f"root {uri!r} contains '.' or '..' segments", code="URI_INVALID")
-    if scheme == "file" and not parts:
+    Raises ``InputError(URI_INVALID)`` for anything else (plain paths, other schemes, ``..``
+    segments also when percent-encoded, credentials or query strings — never echoed) and for
+    the file-system root ``file:///``."""
+    root = Uri.parse(uri)
+    if root.scheme == "file" and not root.key:
         raise InputError("root file:/// (the file system root) is not allowed",
                          code="URI_INVALID")
-    return text
+    return str(root)
 
 
 def default_root() -> str:
     """``$WINDOWLIB_ROOT`` when set, else ``file://<repo>/.local/lake`` (validated)."""
     env = os.environ.get("WINDOWLIB_ROOT")
-    return validate_root(env if env else (REPO / ".local" / "lake").as_uri())
+    return validate_root(env if env else str(Uri.from_path(REPO / ".local" / "lake")))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from windowlib.core.errors import EXIT_FAILED, EXIT_OK, WindowlibError, exit_code
+from windowlib.state.uri import Uri
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,7 +88,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from windowlib.runs import operations as ops
 
     job = ops.get_job(args.pipeline)
-    root = args.root or ops.default_root()
+    root = str(Uri.parse(args.root)) if args.root else ops.default_root()
     if args.command == "status":
         return _emit(args, ops.job_status(job, root))
     if args.command == "report":
@@ -218,11 +219,12 @@ def _report(args: argparse.Namespace, job: Any, root: str) -> int:
 
 
 def _default_report_path(root: str, name: str) -> str:
-    if not root.startswith("file://"):
+    loc = Uri.parse(root)
+    if loc.scheme != "file":
         from windowlib.core.errors import DefinitionError
         raise DefinitionError("for a non-local root pass --out PATH (a local file)",
                               code="ARGUMENT_INVALID")
-    return f"{root[len('file://'):]}/_windowlib/reports/{name}.html"
+    return loc.child(f"_windowlib/reports/{name}.html").arrow_path
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,10 +20,13 @@ pytestmark = pytest.mark.airflow
 DAG_FILES = sorted(p.name for p in DAGS.glob("windowlib_*.py"))
 # modules a DAG file must not load at parse time (the dag-processor re-parses every file
 # often; the 2 s budget per file is measured by benchmarks/dag_overhead.py, not asserted here)
+# (``windowlib.state.uri``, the URI type the registry checks roots with, is light and allowed)
 HEAVY = ("pyspark", "great_expectations", "pandas", "pyarrow", "boto3", "botocore", "altair",
          "numpy", "jobs.flights.history",
-         "windowlib.runs", "windowlib.engines",
-         "windowlib.state", "windowlib.quality")
+         "windowlib.runs", "windowlib.engines", "windowlib.quality",
+         "windowlib.state.checkpoint", "windowlib.state.objectstore", "windowlib.state.stores",
+         "windowlib.state.s3config", "windowlib.state.s3store", "windowlib.state.manifest",
+         "windowlib.state.taskfs")
 
 _PROBE = """
 import json, sys, time
@@ -158,6 +161,20 @@ def test_maintenance_dag_is_daily_and_maps_gc_over_every_pipeline():
     for key, value in (("grace_hours", -1), ("root", "http://x"), ("root", "file://a b")):
         with pytest.raises(ParamValidationError):
             copy.deepcopy(dag.params)[key] = value
+
+
+@pytest.mark.parametrize("root", ["s3://KEY:SECRET@bucket/lake", "s3://bucket/%2e%2e/lake",
+                                  "s3://KEY:SE/CRET@bucket/lake"])
+def test_root_param_is_checked_by_the_one_uri_type_without_echoing_credentials(root):
+    from _windowlib_factory import resolve_root
+
+    from windowlib.core.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        resolve_root({"root": root})
+    assert err.value.code == "URI_INVALID"
+    assert "KEY" not in str(err.value) and "CRET" not in str(err.value)
+    assert resolve_root({"root": "s3a://lake-bucket/x/"}) == "s3://lake-bucket/x"
 
 
 def test_run_key_is_safe_and_stable():

@@ -112,7 +112,7 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
     import time
 
     from windowlib.runs.incremental import open_checkpoint
-    from windowlib.state.objectstore import open_store
+    from windowlib.state.stores import open_store
 
     checkpoint, _ = job.locations(root)
     crashed = open_checkpoint(job.pipeline, checkpoint).begin("crashed")

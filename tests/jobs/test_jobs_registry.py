@@ -63,11 +63,27 @@ def test_locations_are_derived_from_the_root():
 @pytest.mark.parametrize("uri", ["http://x/y", "file://relative/path", "s3://", "s3://A_B/x",
                                  "s3://bucket/a/../b", "file:///srv/../etc", "file:///",
                                  "s3://key:secret@bucket/x", "s3://bucket/x?versionId=1",
-                                 "/no/scheme", 42])
+                                 "/no/scheme", 42, "file:///srv/%2e%2e/etc",
+                                 "s3://bucket/lake/%2E%2E/other", "s3://bucket/a%2fb",
+                                 "file:///srv/lake%00"])
 def test_invalid_roots_are_refused(uri):
     with pytest.raises(InputError) as err:
         registry.validate_root(uri)
     assert err.value.code == "URI_INVALID"
+
+
+@pytest.mark.parametrize("uri", ["s3://KEY:SECRET@bucket/lake", "s3://KEY:SE/CRET@bucket/lake",
+                                 "s3://bucket/lake?KEY=SECRET"])
+def test_root_errors_never_echo_credentials(uri):
+    with pytest.raises(InputError) as err:
+        registry.validate_root(uri)
+    assert "KEY" not in str(err.value) and "SECRET" not in str(err.value)
+    assert "CRET" not in str(err.value)
+
+
+def test_roots_are_normalised_by_the_one_uri_type():
+    assert registry.validate_root("s3a://lake-bucket/prod/") == "s3://lake-bucket/prod"
+    assert registry.validate_root("file:///srv//lake/") == "file:///srv/lake"
 
 
 def test_default_root_follows_the_environment(monkeypatch):

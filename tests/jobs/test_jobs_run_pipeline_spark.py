@@ -94,7 +94,7 @@ def test_gc_command_applies_retention_and_removes_only_stale_leftovers(spark, tm
     from windowlib.runs.incremental import open_checkpoint
     from windowlib.runs.operations import get_job
     from windowlib.runs.outputs import read_firings
-    from windowlib.state.objectstore import open_store
+    from windowlib.state.stores import open_store
 
     write_synthetic(tmp_path / DATA_PATH, hours=4, events_per_hour=30, keys=3)
     root = tmp_path.as_uri()

@@ -11,8 +11,11 @@ import pytest
 
 from windowlib.core.errors import InputError, WindowlibError
 from windowlib.core.partitions import partition_interval as parse_partition_value
-from windowlib.runs.frames import is_hidden, list_objects, parse_location
 from windowlib.runs.source import PartitionedSource
+from windowlib.state.checkpoint import CheckpointStore
+from windowlib.state.objectstore import is_hidden
+from windowlib.state.stores import open_store
+from windowlib.state.uri import Uri
 
 HOUR, DAY = 3_600_000, 86_400_000
 
@@ -69,16 +72,28 @@ def test_invalid_time_values_raise_a_clear_error_with_a_code(value, name) -> Non
 ])
 def test_unsafe_or_unsupported_locations_are_refused(uri) -> None:
     with pytest.raises(InputError) as err:
-        parse_location(uri)
+        Uri.parse(uri)
     assert err.value.code == "URI_INVALID"
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("uri", ["s3://KEY:SECRET@bucket/lake", "s3a://KEY:SE/CRET@bucket/x",
+                                 "s3://bucket/lake?KEY=SECRET", "file://KEY:SECRET@host/x"])
+def test_credentials_in_a_location_are_never_echoed(uri) -> None:
+    for make in (lambda: PartitionedSource(uri), lambda: open_store(uri),
+                 lambda: CheckpointStore(uri, "demo", "fp")):
+        with pytest.raises(InputError) as err:
+            make()
+        assert err.value.code == "URI_INVALID"
+        assert "KEY" not in str(err.value) and "CRET" not in str(err.value)
+
+
+@pytest.mark.unit
 def test_locations_parse_to_arrow_and_spark_paths() -> None:
-    s3 = parse_location("s3a://my-bucket/a/b/")
+    s3 = Uri.parse("s3a://my-bucket/a/b/")
     assert (s3.uri, s3.arrow_path, s3.spark_path) == (
         "s3://my-bucket/a/b", "my-bucket/a/b", "s3a://my-bucket/a/b")
-    local = parse_location("file:///data//events/")
+    local = Uri.parse("file:///data//events/")
     assert (local.uri, local.arrow_path) == ("file:///data/events", "/data/events")
     with pytest.raises(InputError):
         local.child("x/../../etc")
@@ -183,7 +198,7 @@ def test_late_and_rewritten_local_files_are_seen_as_new(tmp_path) -> None:
 
 @pytest.mark.unit
 def test_missing_location_lists_empty(tmp_path) -> None:
-    assert list_objects(parse_location(f"file://{tmp_path}/nope")) == []
+    assert list(open_store(f"file://{tmp_path}/nope").list(hidden=False)) == []
     assert PartitionedSource(f"file://{tmp_path}/nope").list_partitions() == []
 
 

@@ -10,7 +10,8 @@ import re
 import pytest
 
 from windowlib.core.errors import InputError, StateError
-from windowlib.runs.frames import FrameInfo, list_objects, parse_location, read_frame, write_frame
+from windowlib.runs.frames import FrameInfo, read_frame, write_frame
+from windowlib.state.stores import open_store
 
 pytestmark = pytest.mark.spark
 
@@ -49,11 +50,11 @@ def test_file_round_trip_keeps_types_nulls_and_utc_instants(spark, tmp_path, io)
     df = sample(spark)
     info = write_frame(df, f"file://{tmp_path}/frame", io=io)
     assert info.rows == 60 and info.schema_json == df.schema.json()
-    listed = [o.uri for o in list_objects(parse_location(info.uri))
-              if o.relative.endswith(".parquet")]
+    listed = [o.uri for o in open_store(info.uri).list(hidden=False)
+              if o.key.endswith(".parquet")]
     assert sorted(f.path for f in info.files) == sorted(listed)
-    assert info.bytes == sum(o.size for o in list_objects(parse_location(info.uri))
-                             if o.relative.endswith(".parquet"))
+    assert info.bytes == sum(o.size for o in open_store(info.uri).list(hidden=False)
+                             if o.key.endswith(".parquet"))
     back = read_frame(spark, info, df.schema, io=io)
     assert_same(df, back)
     # the instant survives exactly (microseconds since the epoch, independent of time zones)
@@ -125,7 +126,7 @@ def test_s3_existing_location_is_refused_unless_overwrite(spark, moto_s3) -> Non
         write_frame(df, uri, settings=settings)
     assert err.value.code == "FRAME_EXISTS"
     second = write_frame(df.limit(5), uri, settings=settings, mode="overwrite", token="run2")
-    remaining = {o.uri for o in list_objects(parse_location(uri), settings)}
+    remaining = {o.uri for o in open_store(uri, settings).list(hidden=False)}
     assert remaining == {f.path for f in second.files}
     assert not remaining & {f.path for f in first.files}
     assert read_frame(spark, uri, df.schema, settings=settings).count() == 5

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from windowlib.state.objectstore import open_store
+from windowlib.state.stores import open_store
 
 BACKENDS = [
     pytest.param("file", marks=pytest.mark.unit),

@@ -14,7 +14,7 @@ import sys
 from windowlib.state.checkpoint import CheckpointStore, RunRecord
 from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import FileEntry
-from windowlib.state.objectstore import open_store
+from windowlib.state.stores import open_store
 
 
 def main(root: str, run_id: str, specs: list[str]) -> None:

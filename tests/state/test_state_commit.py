@@ -9,7 +9,7 @@ import pytest
 from windowlib.core.errors import StateError
 from windowlib.state import layout
 from windowlib.state.checkpoint import CheckpointStore, RunRecord
-from windowlib.state.objectstore import open_store
+from windowlib.state.stores import open_store
 
 FP = "fp-" + "a" * 61
 

@@ -16,7 +16,7 @@ from state_crash_worker import main as run_in_process
 
 from windowlib.state.checkpoint import CheckpointStore
 from windowlib.state.faults import FAULT_POINTS
-from windowlib.state.objectstore import open_store
+from windowlib.state.stores import open_store
 
 WORKER = Path(__file__).with_name("state_crash_worker.py")
 REPO = Path(__file__).resolve().parents[2]

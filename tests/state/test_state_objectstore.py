@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from windowlib.core.errors import StateError
-from windowlib.state.objectstore import FileStore, open_store
+from windowlib.core.errors import InputError, StateError
+from windowlib.state.objectstore import FileStore
+from windowlib.state.stores import delete_location, open_store
 
 
 def test_missing_object_reads_as_none(store) -> None:
@@ -116,3 +118,45 @@ def test_uri_for_and_open_store_round_trip(store, s3_settings) -> None:
     again = open_store(store.root_uri, s3_settings)
     assert again.read_bytes("k/v.json") == b"1"
     assert store.uri_for("k/v.json") == f"{store.root_uri}/k/v.json"
+
+
+def test_list_gives_uris_content_versions_and_hides_hidden_files(store) -> None:
+    for key in ["in/a=1/part-0.csv", "in/a=1/_SUCCESS", "in/a=1/.part-0.csv.crc",
+                "in/_temporary/0/x.csv", "in/a=1/p.tmp", "in/a=1/p~"]:
+        store.write_bytes(key, b"x,y\n")
+    src = store.child("in")
+    assert len(list(src.list())) == 6                  # hidden objects are listed by default
+    infos = list(src.list(hidden=False))
+    assert [i.key for i in infos] == ["a=1/part-0.csv"]
+    info = infos[0]
+    assert info.uri == f"{store.root_uri}/in/a=1/part-0.csv" == src.uri_for(info.key)
+    assert info.size == 4
+    if isinstance(store, FileStore):   # the exact form input manifests already hold
+        st = os.stat(store.root / "in" / "a=1" / "part-0.csv")
+        assert info.version == f"mtime_ns:{st.st_mtime_ns}" and info.etag is None
+    else:                              # the S3 ETag without quotes
+        head = store.client.head_object(Bucket=store.bucket,
+                                        Key=f"{store.prefix}/in/a=1/part-0.csv")
+        assert info.version == info.etag == head["ETag"].strip('"')
+    assert store.stat("in/a=1/part-0.csv").version == info.version
+
+
+def test_s3_directory_markers_are_not_objects(store) -> None:
+    if isinstance(store, FileStore):
+        pytest.skip("files have no directory markers")
+    store.client.put_object(Bucket=store.bucket, Key=f"{store.prefix}/m/", Body=b"")
+    store.client.put_object(Bucket=store.bucket, Key=f"{store.prefix}/", Body=b"")
+    store.write_bytes("m/x", b"1")
+    assert [i.key for i in store.list()] == ["m/x"]
+    assert store.delete_prefix("m/") == 1
+
+
+def test_delete_location_removes_everything_below_it_hidden_files_too(store, s3_settings) -> None:
+    for key in ["out/a", "out/_SUCCESS", "out/k=1/.x.crc", "outer/keep"]:
+        store.write_bytes(key, b"x")
+    assert delete_location(store.uri_for("out"), s3_settings) == 3
+    assert [i.key for i in store.list()] == ["outer/keep"]
+    for root in ("file:///", "s3://some-bucket"):
+        with pytest.raises(InputError) as err:
+            delete_location(root, s3_settings)
+        assert err.value.code == "ARGUMENT_INVALID"

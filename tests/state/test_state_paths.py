@@ -6,9 +6,11 @@ import os
 
 import pytest
 
-from windowlib.core.errors import StateError
-from windowlib.state.objectstore import FileStore, open_store
-from windowlib.state.paths import split_uri, validate_pipeline_name
+from windowlib.core.errors import InputError, StateError
+from windowlib.state.objectstore import FileStore
+from windowlib.state.paths import validate_key, validate_pipeline_name
+from windowlib.state.stores import open_store
+from windowlib.state.uri import Uri
 
 pytestmark = pytest.mark.unit
 
@@ -17,27 +19,46 @@ pytestmark = pytest.mark.unit
     ("s3://my-bucket/a/b", ("s3", "my-bucket", "a/b")),
     ("s3a://my-bucket/a/b/", ("s3", "my-bucket", "a/b")),
     ("s3://my-bucket", ("s3", "my-bucket", "")),
-    ("file:///tmp/x", ("file", "", "/tmp/x")),
-    ("relative/dir", ("file", "", "relative/dir")),
+    ("file:///tmp/x", ("file", "", "tmp/x")),
+    ("/tmp/x", ("file", "", "tmp/x")),
+    ("relative/dir", ("file", "", os.path.abspath("relative/dir").lstrip("/"))),
 ])
 def test_accepted_locations(uri, expected):
-    assert split_uri(uri) == expected
+    loc = Uri.parse(uri, paths=True)
+    assert (loc.scheme, loc.bucket, loc.key) == expected
 
 
-@pytest.mark.parametrize("uri,code", [
-    ("s3://key:secret@bucket/x", "URI_INVALID"),
-    ("s3://bucket/x?access_key=AK", "URI_INVALID"),
-    ("s3://Bad_Bucket/x", "URI_INVALID"),
-    ("s3://bucket/a/../b", "KEY_INVALID"),
-    ("file://otherhost/x", "URI_INVALID"),
-    ("hdfs://nn/x", "URI_UNSUPPORTED"),
-    ("", "URI_INVALID"),
+@pytest.mark.parametrize("uri", [
+    "s3://key:secret@bucket/x",
+    "s3://bucket/x?access_key=AK",
+    "s3://Bad_Bucket/x",
+    "s3://bucket/a/../b",
+    "file://otherhost/x",
+    "hdfs://nn/x",
+    "",
+    # the copies disagreed: open_store accepted these (file paths were not checked at all)
+    "file:///tmp/../etc",
+    "/tmp/../etc",
+    "relative/../../etc",
+    "file:///tmp/%2e%2e/etc",
 ])
-def test_rejected_locations(uri, code):
-    with pytest.raises(StateError) as err:
+def test_rejected_locations(uri):
+    with pytest.raises(InputError) as err:
         open_store(uri)
-    assert err.value.code == code
+    assert err.value.code == "URI_INVALID"
     assert "secret" not in str(err.value) and "access_key=AK" not in str(err.value)
+
+
+@pytest.mark.parametrize("key", ["%2e%2e/x", "a/%2E%2E", "a/%2e", "a%2fb", "a%5Cb", "a%00b",
+                                 "%252e%252e/x"])
+def test_keys_reject_percent_encoded_traversal(key):
+    with pytest.raises(StateError) as err:
+        validate_key(key)
+    assert err.value.code == "KEY_INVALID"
+
+
+def test_keys_keep_literal_percent_escapes():
+    assert validate_key("arrival_hour=2013-01-01T05%3A30/part-0.parquet")
 
 
 @pytest.mark.parametrize("name", ["demo", "flights_hourly_2", "a"])

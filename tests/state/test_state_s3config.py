@@ -15,8 +15,8 @@ from s3_servers import use_env
 
 from windowlib.core.errors import StateError
 from windowlib.state.checkpoint import CheckpointStore, RunRecord
-from windowlib.state.objectstore import open_store
 from windowlib.state.s3config import S3Settings
+from windowlib.state.stores import open_store
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCY-VERYSECRET"
 _CLEAN = {k: "" for k in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION",

@@ -158,7 +158,6 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("TIMESTAMP_INVALID", _I, USER, "the event-time column has a type that is not a timestamp"),
     ("URI_INVALID", _I, USER, "a location that is not a clean file:///abs/path or "
      "s3://bucket/prefix URI"),
-    ("URI_UNSUPPORTED", _I, USER, "a location with a scheme other than file:// or s3://"),
     # --- ExecutionError: user functions, triggers and engine steps at run time ----------------
     ("EXECUTION_FAILED", _X, FAILED, "ExecutionError's default code (never raised by "
      "windowlib itself)"),

@@ -1,240 +1,47 @@
-"""DataFrames in ``file://`` and ``s3://`` locations, moved by Spark tasks in parallel.
+"""DataFrames in ``file://`` and ``s3://`` locations, moved by Spark tasks in parallel: the Spark
+side of ``windowlib.state`` (locations are ``Uri``, listing and deleting go through the object
+store, tasks rebuild Arrow filesystems from ``state.taskfs``, which says how credentials travel).
 
 Invariants:
 
-- Data never passes through the driver. The driver only lists objects, deletes a prefix on
-  ``mode="overwrite"`` and receives one small metadata row per written file (path, rows, bytes).
+- Data never passes through the driver. The driver only lists objects, deletes the location's
+  objects on ``mode="overwrite"`` and receives one small metadata row per written file.
 - Two I/O paths (``io=``): ``"spark"`` uses Spark's own Parquet reader/writer (``file://``, and
   ``s3://`` as ``s3a://`` on clusters with Hadoop's S3 connector); ``"arrow"`` runs pyarrow inside
-  ``mapInArrow`` tasks (``pyarrow.fs.S3FileSystem`` for ``s3://``, which needs no Hadoop
-  connector). ``"auto"`` (default) picks ``spark`` for ``file://`` and ``arrow`` for ``s3://``,
-  unless the session conf ``spark.windowlib.io.s3`` is ``"spark"`` (a cluster with s3a).
+  ``mapInArrow`` tasks (Arrow's S3 filesystem, no Hadoop connector needed). ``"auto"`` (default)
+  picks ``spark`` for ``file://`` and ``arrow`` for ``s3://``, unless the session conf
+  ``spark.windowlib.io.s3`` is ``"spark"`` (a cluster with s3a).
 - Arrow-path file names are ``part-{partition:05d}-{token}-{seq:03d}.parquet``: unique per write
   (``token``), deterministic per task, so a retried task attempt overwrites its own files.
 - Timestamps are written and read as UTC instants (``timestamp[us, UTC]``).
-- Credentials: tasks build their Arrow filesystem from :class:`S3Settings` pickled without
-  secrets, so executors use their own credential chain (environment, instance profile...).
-  On a local master (same machine, same user) the driver's resolved credentials are forwarded
-  inside the task closure, because the workers' environment was fixed when the JVM started;
-  ``forward_credentials=`` overrides the choice. Credentials never appear in reprs or logs.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from windowlib.core.errors import InputError, StateError
+from windowlib.state.hive import NULL_PARTITION, partition_values, split_partitions
 from windowlib.state.s3config import S3Settings
+from windowlib.state.stores import delete_location, open_store
+from windowlib.state.taskfs import TaskFilesystem, arrow_filesystem, task_filesystem
+from windowlib.state.uri import Uri
 
-__all__ = ["FrameFile", "FrameInfo", "Location", "ObjectInfo", "list_objects",
-           "parse_location", "read_frame", "write_frame"]
+__all__ = ["FrameFile", "FrameInfo", "PartFiles", "conform", "read_frame", "write_frame"]
 
 IO_MODES = ("auto", "spark", "arrow")
 S3_IO_CONF = "spark.windowlib.io.s3"
 PARALLELISM_CONF = "spark.windowlib.io.parallelism"
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 _META_DDL = "path string, rows long, bytes long, task int"
 
 
-# --- locations --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Location:
-    """A validated ``file://`` or ``s3://`` location; ``key`` has no leading/trailing ``/``
-    (for ``file://`` it is the absolute path without its leading ``/``)."""
-
-    scheme: str                  # "file" | "s3"
-    bucket: str                  # "" for file://
-    key: str
-
-    @property
-    def uri(self) -> str:
-        if self.scheme == "file":
-            return f"file:///{self.key}"
-        return f"s3://{self.bucket}/{self.key}" if self.key else f"s3://{self.bucket}"
-
-    @property
-    def arrow_path(self) -> str:
-        """The path as pyarrow's filesystems spell it."""
-        return f"/{self.key}" if self.scheme == "file" else f"{self.bucket}/{self.key}".rstrip("/")
-
-    @property
-    def spark_path(self) -> str:
-        """The path as Spark's (Hadoop) readers spell it; ``s3://`` becomes ``s3a://``."""
-        return self.uri if self.scheme == "file" else "s3a" + self.uri[2:]
-
-    def child(self, relative: str) -> Location:
-        """A location below this one; ``relative`` is validated like any user path."""
-        parts = _clean_parts(relative, self.uri)
-        return Location(self.scheme, self.bucket, "/".join([p for p in [self.key] if p] + parts))
-
-
-def _clean_parts(path: str, uri: str) -> list[str]:
-    parts = [p for p in path.split("/") if p]
-    for p in parts:
-        if p in (".", "..") or "\x00" in p or "\\" in p:
-            raise InputError(f"location {uri!r}: path segments '.', '..', backslashes and NUL "
-                             "are not allowed", code="URI_INVALID")
-    return parts
-
-
-def parse_location(uri: str) -> Location:
-    """Parse and validate a ``file:///abs/path`` or ``s3://bucket/prefix`` URI
-    (``s3a://`` is accepted as ``s3://``). Raises ``InputError(URI_INVALID)``."""
-    if not isinstance(uri, str) or not uri:
-        raise InputError(f"a location must be a non-empty URI string, got {uri!r}",
-                         code="URI_INVALID")
-    if uri.startswith("file://"):
-        rest = uri[len("file://"):]
-        if not rest.startswith("/"):
-            raise InputError(f"file URIs must be absolute: file:///path (got {uri!r})",
-                             code="URI_INVALID")
-        return Location("file", "", "/".join(_clean_parts(rest, uri)))
-    for prefix in ("s3://", "s3a://"):
-        if uri.startswith(prefix):
-            bucket, _, key = uri[len(prefix):].partition("/")
-            if not _BUCKET.match(bucket):
-                raise InputError(f"{uri!r}: invalid bucket name {bucket!r}", code="URI_INVALID")
-            if "?" in key or "#" in key:
-                raise InputError(f"{uri!r}: query strings and fragments are not allowed "
-                                 "(credentials go in the AWS_* environment)", code="URI_INVALID")
-            return Location("s3", bucket, "/".join(_clean_parts(key, uri)))
-    raise InputError(f"unsupported location {uri!r}: use file:///absolute/path or "
-                     "s3://bucket/prefix", code="URI_INVALID")
-
-
-# --- listing ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    """One file: ``uri``, ``relative`` path below the listed location, ``size`` in bytes and
-    ``version`` (the S3 ETag without quotes, or ``mtime_ns:<int>`` for local files)."""
-
-    uri: str
-    relative: str
-    size: int
-    version: str
-
-
-def is_hidden(relative: str) -> bool:
-    """Spark's and Hadoop's rule plus temp files: a segment starting with ``_`` or ``.``
-    (``_SUCCESS``, ``_temporary``, ``.crc``), or a name ending in ``.tmp``/``~``/``.crc``."""
-    parts = relative.split("/")
-    name = parts[-1]
-    return (any(p.startswith(("_", ".")) for p in parts) or name.endswith((".tmp", "~", ".crc"))
-            or not name)
-
-
-def _settings(settings: S3Settings | None) -> S3Settings:
-    return settings if settings is not None else S3Settings.resolve()
-
-
-def list_objects(loc: Location, settings: S3Settings | None = None, *,
-                 include_hidden: bool = False) -> list[ObjectInfo]:
-    """Every file below ``loc`` (recursively), sorted by relative path. Driver-side metadata
-    only (``os.scandir`` / one paginated ``ListObjectsV2``). A missing location lists empty."""
-    out: list[ObjectInfo] = []
-    if loc.scheme == "file":
-        root = "/" + loc.key
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for name in filenames:
-                full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, root)
-                try:
-                    st = os.stat(full)
-                except FileNotFoundError:      # removed while listing
-                    continue
-                out.append(ObjectInfo("file://" + full, rel, st.st_size,
-                                      f"mtime_ns:{st.st_mtime_ns}"))
-    else:
-        client = _settings(settings).client()
-        prefix = loc.key + "/" if loc.key else ""
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=loc.bucket,
-                                                                     Prefix=prefix):
-            for obj in page.get("Contents", []):
-                rel = obj["Key"][len(prefix):]
-                if not rel or rel.endswith("/"):
-                    continue
-                out.append(ObjectInfo(f"s3://{loc.bucket}/{obj['Key']}", rel, int(obj["Size"]),
-                                      str(obj.get("ETag", "")).strip('"')))
-    out = [o for o in out if include_hidden or not is_hidden(o.relative)]
-    return sorted(out, key=lambda o: o.relative)
-
-
-def _delete_all(loc: Location, settings: S3Settings | None) -> None:
-    if loc.scheme == "file":
-        import shutil
-        shutil.rmtree("/" + loc.key, ignore_errors=True)
-        return
-    client = _settings(settings).client()
-    keys = [o.uri.split("/", 3)[3] for o in list_objects(loc, settings, include_hidden=True)]
-    for i in range(0, len(keys), 1000):
-        client.delete_objects(Bucket=loc.bucket, Delete={
-            "Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
-
-
-# --- task-side filesystems --------------------------------------------------------------------
-
-class _Secret:
-    """Forwarded credentials (see the module docstring); never shown in reprs."""
-
-    def __init__(self, creds: tuple[str, str, str | None]) -> None:
-        self.creds = creds
-
-    def __repr__(self) -> str:
-        return "_Secret(***)"
-
-
-@dataclass(frozen=True)
-class TaskFilesystem:
-    """Everything a task needs to rebuild the Arrow filesystem of a location (picklable)."""
-
-    scheme: str
-    settings: S3Settings | None = None
-    secret: _Secret | None = field(default=None, repr=False, compare=False)
-
-    def open(self) -> Any:
-        from pyarrow import fs as pafs
-
-        if self.scheme == "file":
-            return pafs.LocalFileSystem()
-        settings = self.settings or S3Settings.resolve()
-        if self.secret is not None:
-            import dataclasses
-            key, secret, token = self.secret.creds
-            settings = dataclasses.replace(settings, access_key_id=key,
-                                           secret_access_key=secret, session_token=token)
-        return settings.arrow_filesystem()
-
-
-def _is_local_master(spark: Any) -> bool:
-    try:
-        return str(spark.conf.get("spark.master", "")).startswith("local")
-    except Exception:   # pragma: no cover - restricted Connect servers
-        return False
-
-
-def task_filesystem(spark: Any, loc: Location, settings: S3Settings | None = None,
-                    forward_credentials: bool | None = None) -> TaskFilesystem:
-    """The picklable filesystem description for tasks reading/writing ``loc``."""
-    if loc.scheme == "file":
-        return TaskFilesystem("file")
-    resolved = _settings(settings)
-    forward = _is_local_master(spark) if forward_credentials is None else forward_credentials
-    creds = resolved.frozen_credentials() if forward else None
-    return TaskFilesystem("s3", resolved.public(), _Secret(creds) if creds else None)
-
-
-def use_spark_io(spark: Any, loc: Location, io: str = "auto") -> bool:
+def use_spark_io(spark: Any, loc: Uri, io: str = "auto") -> bool:
     """Whether Spark's own reader/writer handles ``loc`` (see the module docstring)."""
     if io not in IO_MODES:
         raise InputError(f"io must be one of {IO_MODES}, got {io!r}", code="ARGUMENT_INVALID")
@@ -348,7 +155,7 @@ def write_frame(df: Any, uri: str, *, settings: S3Settings | None = None,
     """
     from pyspark.sql import functions as F
 
-    loc = parse_location(uri)
+    loc = Uri.parse(uri)
     if max_rows_per_file < 1:
         raise InputError("max_rows_per_file must be >= 1", code="ARGUMENT_INVALID")
     if mode not in ("error", "overwrite"):
@@ -365,12 +172,12 @@ def write_frame(df: Any, uri: str, *, settings: S3Settings | None = None,
                              code="COLUMN_MISSING")
     spark = df.sparkSession
     schema_json = df.schema.json()
-    existing = list_objects(loc, settings)
+    existing = list(open_store(loc, settings).list(hidden=False))
     if existing and mode == "error":
-        raise StateError(f"{loc.uri} already holds {len(existing)} file(s); use "
+        raise StateError(f"{loc} already holds {len(existing)} file(s); use "
                          "mode='overwrite' or a new location", code="FRAME_EXISTS")
     if mode == "overwrite":
-        _delete_all(loc, settings)
+        delete_location(loc, settings)
     if use_spark_io(spark, loc, io):
         writer = df.write.mode("overwrite")
         if parts:
@@ -381,47 +188,26 @@ def write_frame(df: Any, uri: str, *, settings: S3Settings | None = None,
     data_cols = [c for c in df.columns if c not in parts]
     fn = _make_writer(fs, loc.arrow_path, token, max_rows_per_file, parts, data_cols)
     meta = df.mapInArrow(fn, _META_DDL).orderBy(F.col("task"), F.col("path"))
-    files = tuple(FrameFile(_uri_of(loc, r["path"]), int(r["rows"]), int(r["bytes"]))
+    files = tuple(FrameFile(str(Uri.from_arrow_path(loc.scheme, r["path"])), int(r["rows"]),
+                            int(r["bytes"]))
                   for r in meta.collect())    # one small row per file written
     return FrameInfo(loc.uri, files, schema_json, parts)
 
 
-def _uri_of(loc: Location, arrow_path: str) -> str:
-    return "file://" + arrow_path if loc.scheme == "file" else "s3://" + arrow_path
-
-
-def _info_from_listing(loc: Location, settings: S3Settings | None, schema_json: str,
+def _info_from_listing(loc: Uri, settings: S3Settings | None, schema_json: str,
                        parts: tuple[str, ...]) -> FrameInfo:
     """Files Spark wrote, with row counts from their Parquet footers (metadata only)."""
     import pyarrow.parquet as pq
 
-    fs = TaskFilesystem(loc.scheme, _settings(settings) if loc.scheme == "s3" else None,
-                        ).open()
+    fs = arrow_filesystem(loc, settings)
     files = []
-    for obj in list_objects(loc, settings):
-        if not obj.relative.endswith(".parquet"):
+    for obj in open_store(loc, settings).list(hidden=False):
+        if not obj.key.endswith(".parquet"):
             continue
-        path = parse_location(obj.uri).arrow_path
+        path = loc.child(obj.key).arrow_path
         rows = pq.ParquetFile(fs.open_input_file(path)).metadata.num_rows
         files.append(FrameFile(obj.uri, rows, obj.size))
     return FrameInfo(loc.uri, tuple(files), schema_json, parts)
-
-
-_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(i) for i in range(32)}
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-
-
-def escape_partition_value(value: Any) -> str:
-    """Spark's escaping of a Hive partition value in a path."""
-    if value is None:
-        return NULL_PARTITION
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif hasattr(value, "isoformat"):
-        text = value.isoformat()
-    else:
-        text = str(value)
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in text)
 
 
 class PartFiles:
@@ -478,7 +264,6 @@ def _make_writer(fs: TaskFilesystem, base: str, token: str, max_rows: int,
                  parts: tuple[str, ...], data_cols: list[str]) -> Any:
     def write(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        import pyarrow.compute as pc
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
@@ -490,20 +275,10 @@ def _make_writer(fs: TaskFilesystem, base: str, token: str, max_rows: int,
             if not parts:
                 files.write(base, base, batch)
                 continue
-            table = pa.Table.from_batches([batch])
-            keys = table.select(list(parts)).group_by(list(parts)).aggregate([]).to_pylist()
-            for key in keys:
-                mask = None
-                for col in parts:
-                    value = key[col]
-                    cond = (pc.is_null(table[col]) if value is None
-                            else pc.equal(table[col], value))
-                    mask = cond if mask is None else pc.and_(mask, cond)
-                sub = table.filter(mask).select(data_cols).combine_chunks()
-                sub_dir = "/".join([base] + [f"{c}={escape_partition_value(key[c])}"
-                                             for c in parts])
+            for directory, sub in split_partitions(pa.Table.from_batches([batch]), parts,
+                                                   data_cols):
                 for rb in sub.to_batches():
-                    files.write(sub_dir, sub_dir, rb)
+                    files.write(f"{base}/{directory}", f"{base}/{directory}", rb)
         done = [{"path": f["path"], "rows": f["rows"], "bytes": f["bytes"], "task": task}
                 for f in files.close()]
         yield pa.RecordBatch.from_pylist(done, schema=pa.schema([
@@ -528,16 +303,17 @@ def read_frame(spark: Any, source: str | FrameInfo | Sequence[str], schema: Any,
     struct = as_struct(schema)
     parts: tuple[str, ...] = ()
     if isinstance(source, FrameInfo):
-        base = parse_location(source.uri)
+        base = Uri.parse(source.uri)
         files = [f.path for f in source.files]
         parts = source.partition_by
     elif isinstance(source, str):
-        base = parse_location(source)
-        files = [o.uri for o in list_objects(base, settings) if o.relative.endswith(".parquet")]
+        base = Uri.parse(source)
+        files = [o.uri for o in open_store(base, settings).list(hidden=False)
+                 if o.key.endswith(".parquet")]
     else:
         files = list(source)
         base = None
-    locs = [parse_location(f) for f in files]
+    locs = [Uri.parse(f) for f in files]
     if not locs:
         return spark.createDataFrame([], struct)
     schemes = {loc.scheme for loc in locs}
@@ -563,16 +339,6 @@ def arrow_target_schema(struct: Any, large: bool) -> Any:
     return to_arrow_schema(struct, timezone="UTC", prefers_large_types=large)
 
 
-def partition_values(path: str) -> dict[str, str]:
-    """``col=value`` segments of a path, unescaped (Hive style)."""
-    out: dict[str, str] = {}
-    for seg in path.split("/")[:-1]:
-        name, eq, value = seg.partition("=")
-        if eq and name:
-            out[name] = unquote(value)
-    return out
-
-
 def conform(table: Any, target: Any, constants: dict[str, Any] | None = None) -> Any:
     """``table`` with exactly ``target``'s columns in order: missing columns are null (or
     the given constant, e.g. a partition value); types are cast safely (raises on loss)."""
@@ -596,6 +362,7 @@ def conform(table: Any, target: Any, constants: dict[str, Any] | None = None) ->
 def _make_reader(fs: TaskFilesystem, paths: list[str], schema_json: str,
                  parts: tuple[str, ...], large: bool) -> Any:
     def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
         import pyarrow.parquet as pq
         from pyspark.sql.types import StructType
 
@@ -608,13 +375,7 @@ def _make_reader(fs: TaskFilesystem, paths: list[str], schema_json: str,
                 with filesystem.open_input_file(path) as handle:
                     pf = pq.ParquetFile(handle)
                     for rb in pf.iter_batches(batch_size=65_536):
-                        table = conform(_table(rb), target, consts)
+                        table = conform(pa.Table.from_batches([rb]), target, consts)
                         yield from table.to_batches()
 
     return read
-
-
-def _table(batch: Any) -> Any:
-    import pyarrow as pa
-
-    return pa.Table.from_batches([batch])

@@ -256,11 +256,11 @@ def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str,
 
 
 def _local_path(uri: str) -> str | None:
-    if uri.startswith("file://"):
-        return uri[len("file://"):]
-    if "://" not in uri:
-        return uri
-    return None
+    """The local path of a ``file://`` URI or plain path; ``None`` for S3."""
+    from windowlib.state.uri import Uri
+
+    loc = Uri.parse(uri, paths=True)
+    return loc.arrow_path if loc.scheme == "file" else None
 
 
 # --- the write-audit-publish steps as separate calls (Airflow tasks pass their JSON) ----------

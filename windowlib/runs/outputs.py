@@ -30,7 +30,7 @@ TABLE_FORMAT = 1
 def bind_output(output: str, checkpoint: Any, pipeline: Pipeline,
                 settings: S3Settings | None = None) -> None:
     """Write (once) the pointer from ``output`` to the pipeline's checkpoint store."""
-    from windowlib.state.objectstore import open_store
+    from windowlib.state.stores import open_store
 
     store = open_store(output, settings)
     body = {"format_version": TABLE_FORMAT, "pipeline": pipeline.name,
@@ -47,7 +47,7 @@ def bind_output(output: str, checkpoint: Any, pipeline: Pipeline,
 
 
 def _pointer(output: str, settings: S3Settings | None) -> dict[str, Any]:
-    from windowlib.state.objectstore import open_store
+    from windowlib.state.stores import open_store
 
     raw = open_store(output, settings).read_bytes(TABLE_FILE)
     if raw is None:

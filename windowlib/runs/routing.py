@@ -14,7 +14,8 @@ Invariants:
 - Each output's rows go to Parquet files under the output's own location, named
   ``part-{task:05d}-{token}-{seq:03d}.parquet`` (unique per write, deterministic per task: a
   retried task attempt overwrites its own files), at most ``max_rows_per_file`` rows each, for
-  ``file://`` and ``s3://`` alike (pyarrow inside the tasks, the filesystems of ``frames.py``).
+  ``file://`` and ``s3://`` alike (pyarrow inside the tasks, the filesystems of
+  ``windowlib.state.taskfs``).
   An output without rows has no file. An output without a location is counted, not written.
 - Tasks return small metadata rows only — one per file written (path, rows, bytes) and, per
   output, the row count and the sum of its ``total`` column for each group of its ``count_by``
@@ -36,18 +37,11 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.engines.spark.outputs import ROUTE_SEP
-from windowlib.runs.frames import (
-    _TOKEN,
-    FrameFile,
-    FrameInfo,
-    PartFiles,
-    TaskFilesystem,
-    _uri_of,
-    list_objects,
-    parse_location,
-    task_filesystem,
-)
+from windowlib.runs.frames import _TOKEN, FrameFile, FrameInfo, PartFiles
 from windowlib.state.s3config import S3Settings
+from windowlib.state.stores import open_store
+from windowlib.state.taskfs import TaskFilesystem, task_filesystem
+from windowlib.state.uri import Uri
 
 __all__ = ["MULTI", "OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_routed"]
 
@@ -133,10 +127,10 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
                              code="COLUMN_MISSING")
         base = None
         if spec.uri is not None:
-            loc = parse_location(spec.uri)
-            existing = list_objects(loc, settings)
+            loc = Uri.parse(spec.uri)
+            existing = list(open_store(loc, settings).list(hidden=False))
             if existing:
-                raise StateError(f"{loc.uri} already holds {len(existing)} file(s)",
+                raise StateError(f"{loc} already holds {len(existing)} file(s)",
                                  code="FRAME_EXISTS")
             locs[name] = loc
             base = loc.arrow_path
@@ -169,8 +163,9 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
         name = r["output"]
         if r["path"] is not None:
             files[name].append((int(r["task"]), r["path"],
-                                FrameFile(_uri_of(locs[name], r["path"]), int(r["rows"]),
-                                          int(r["bytes"]))))
+                                FrameFile(str(Uri.from_arrow_path(locs[name].scheme,
+                                                                  r["path"])),
+                                          int(r["rows"]), int(r["bytes"]))))
         else:
             group = tuple(json.loads(r["grp"]))
             acc = counts[name].setdefault(group, [0, 0])

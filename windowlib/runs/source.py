@@ -35,17 +35,17 @@ from urllib.parse import unquote
 from windowlib.core.errors import InputError
 from windowlib.core.partitions import partition_interval
 from windowlib.runs.frames import (
-    TaskFilesystem,
     arrow_target_schema,
     as_struct,
     conform,
     io_parallelism,
     large_var_types,
-    list_objects,
-    parse_location,
-    task_filesystem,
 )
+from windowlib.state.hive import partition_value
 from windowlib.state.s3config import S3Settings
+from windowlib.state.stores import open_store
+from windowlib.state.taskfs import TaskFilesystem, arrow_filesystem, task_filesystem
+from windowlib.state.uri import Uri
 
 __all__ = [
     "CORRUPT_COLUMN",
@@ -145,7 +145,7 @@ class PartitionedSource:
     settings: S3Settings | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.location = parse_location(self.uri)
+        self.location = Uri.parse(self.uri)
         if not isinstance(self.partition, str) or not _NAME.match(self.partition):
             raise InputError(f"partition column name must match [A-Za-z0-9_]+, got "
                              f"{self.partition!r}", code="PARTITION_NAME_INVALID")
@@ -170,11 +170,11 @@ class PartitionedSource:
         (only hidden files) are left out."""
         groups: dict[str, list[SourceFile]] = {}
         prefix = self.partition + "="
-        for obj in list_objects(self.location, self.settings):
-            head, _, rest = obj.relative.partition("/")
+        for obj in open_store(self.location, self.settings).list(hidden=False):
+            head, _, rest = obj.key.partition("/")
             if not rest or not head.startswith(prefix):
                 continue
-            value = unquote(head[len(prefix):])
+            value = partition_value(head[len(prefix):])
             groups.setdefault(value, []).append(
                 SourceFile(obj.uri, obj.size, obj.version, value))
         parts = [Partition(v, *partition_interval(v, self.partition),
@@ -232,7 +232,7 @@ class PartitionedSource:
         extra = [StructField(FILE_COLUMN, StringType(), True),
                  StructField(ROW_COLUMN, LongType(), True),
                  StructField(ERROR_COLUMN, StringType(), True)]
-        locs = [parse_location(f.path) for f in files]
+        locs = [Uri.parse(f.path) for f in files]
         if not locs:
             out = StructType(list(schema.fields) + extra[:2]
                              + [StructField(CORRUPT_COLUMN, StringType(), True), extra[2]])
@@ -275,9 +275,9 @@ class PartitionedSource:
 
         if not files:
             return StructType([])
-        fs = task_filesystem(spark, parse_location(files[0].path), self.settings, True).open()
+        fs = arrow_filesystem(Uri.parse(files[0].path), self.settings)
         for f in files:
-            path = parse_location(f.path).arrow_path
+            path = Uri.parse(f.path).arrow_path
             try:
                 with fs.open_input_file(path) as handle:
                     if self.format == "parquet":

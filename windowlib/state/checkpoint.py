@@ -36,9 +36,10 @@ from windowlib.core.errors import StateError
 from windowlib.state import layout as L
 from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import Manifest
-from windowlib.state.objectstore import ObjectStore, open_store
+from windowlib.state.objectstore import ObjectStore
 from windowlib.state.paths import validate_pipeline_name
 from windowlib.state.records import Commit, RunRecord
+from windowlib.state.stores import open_store
 
 if TYPE_CHECKING:
     from windowlib.state.gc import GcReport

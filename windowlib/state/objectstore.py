@@ -1,18 +1,25 @@
-"""Small-object stores (metadata, commit records, manifests) over ``file://`` and ``s3://``.
+"""Small-object stores over ``file://`` and ``s3://``: commit records, manifests, and the
+listing of data files (checkpoints, outputs, source partitions).
 
 Contract shared by every store (tested on file://, moto and SeaweedFS with the same tests):
 
-- Keys are relative, ``/``-separated and validated (:mod:`windowlib.state.paths`): a store never
-  reads or writes outside its root.
+- A store is opened for a :class:`~windowlib.state.uri.Uri` (:func:`windowlib.state.stores.
+  open_store`). Keys are relative, ``/``-separated and validated
+  (:mod:`windowlib.state.paths`): a store never reads or writes outside its root.
 - ``write_bytes`` replaces an object atomically: readers see the old or the new bytes, never a
   mix. ``create_exclusive`` writes only if the key does not exist yet and says whether this call
   created it; among concurrent callers exactly one gets ``True``. A caller that gets ``True``
   is guaranteed its own bytes were stored.
 - ``list(prefix)`` yields every object whose key starts with ``prefix`` (string prefix, like
-  S3), in key order, with size, ETag (``None`` on files) and last-modified time (UTC).
-  In-flight temporary files are never listed.
+  S3; recursive), in key order, as :class:`ObjectInfo`: key, absolute ``uri``, size, ETag
+  (``None`` on files), last-modified time (UTC) and ``version`` — the S3 ETag without quotes,
+  or exactly ``mtime_ns:<st_mtime_ns>`` for files (input manifests committed in checkpoints
+  store this string: it must never change form). ``list(prefix, hidden=False)`` leaves out
+  hidden objects (:func:`is_hidden` of the key). In-flight temporary files and S3 directory
+  markers (keys ending in ``/``) are never listed.
 - Errors are ``StateError`` with a stable code (``S3_BUCKET_NOT_FOUND``, ``S3_ACCESS_DENIED``,
-  ``KEY_INVALID``...). Missing objects are not errors: ``read_bytes`` returns ``None``.
+  ``KEY_INVALID``...). Missing objects are not errors: ``read_bytes`` returns ``None`` and a
+  missing location lists empty.
 """
 
 from __future__ import annotations
@@ -26,27 +33,36 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from windowlib.core.errors import StateError
-from windowlib.state.paths import join_key, split_uri, validate_key, validate_prefix
+from windowlib.core.errors import InputError, StateError
+from windowlib.state.paths import join_key, validate_key, validate_prefix
+from windowlib.state.uri import Uri
 
-if TYPE_CHECKING:
-    from windowlib.state.s3config import S3Settings
-
-__all__ = ["FileStore", "ObjectInfo", "ObjectStore", "open_store"]
+__all__ = ["FileStore", "ObjectInfo", "ObjectStore", "is_hidden"]
 
 _TMP_MARK = ".wltmp-"
 
 
 @dataclass(frozen=True)
 class ObjectInfo:
-    """One stored object: ``key`` relative to the store's root."""
+    """One stored object: ``key`` relative to the store's root, its absolute ``uri``, and
+    ``version`` (see the module docstring: identifies the content together with ``size``)."""
 
     key: str
+    uri: str
     size: int
     etag: str | None
     last_modified: datetime
+    version: str
+
+
+def is_hidden(key: str) -> bool:
+    """Spark's and Hadoop's rule plus temp files: a segment starting with ``_`` or ``.``
+    (``_SUCCESS``, ``_temporary/``, ``.crc``), or a name ending in ``.tmp``/``~``/``.crc``."""
+    parts = key.split("/")
+    name = parts[-1]
+    return (any(p.startswith(("_", ".")) for p in parts) or name.endswith((".tmp", "~", ".crc"))
+            or not name)
 
 
 class ObjectStore(abc.ABC):
@@ -55,7 +71,8 @@ class ObjectStore(abc.ABC):
     @property
     @abc.abstractmethod
     def root_uri(self) -> str:
-        """URI of the root (``file:///...`` or ``s3://bucket/prefix``), no trailing slash."""
+        """URI of the root in :class:`~windowlib.state.uri.Uri` normal form (``file:///...``,
+        ``s3://bucket/prefix``)."""
 
     @abc.abstractmethod
     def read_bytes(self, key: str) -> bytes | None:
@@ -70,8 +87,15 @@ class ObjectStore(abc.ABC):
         """Write only if absent; ``True`` iff this call created the object."""
 
     @abc.abstractmethod
-    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        """Objects whose key starts with ``prefix``, in key order."""
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Every object whose key starts with the validated ``prefix``, in key order."""
+
+    def list(self, prefix: str = "", *, hidden: bool = True) -> Iterator[ObjectInfo]:
+        """Objects whose key starts with ``prefix``, in key order (recursive); without hidden
+        ones (:func:`is_hidden`) when ``hidden`` is false."""
+        for info in self._list(validate_prefix(prefix)):
+            if hidden or not is_hidden(info.key):
+                yield info
 
     @abc.abstractmethod
     def stat(self, key: str) -> ObjectInfo | None:
@@ -103,8 +127,14 @@ class ObjectStore(abc.ABC):
 
     def uri_for(self, key: str) -> str:
         """Absolute URI of ``key`` (or of a prefix like ``v=00000001/state``)."""
-        key = validate_prefix(key).rstrip("/")
-        return f"{self.root_uri}/{key}" if key else self.root_uri
+        return self._uri_of(validate_prefix(key).rstrip("/"))
+
+    def _uri_of(self, key: str) -> str:
+        """``uri_for`` without validation (for keys just listed)."""
+        root = self.root_uri
+        if not key:
+            return root
+        return root + key if root.endswith("/") else f"{root}/{key}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root_uri!r})"
@@ -114,8 +144,13 @@ class FileStore(ObjectStore):
     """Objects as files under a directory. Atomic replace = temp file + ``os.replace``;
     exclusive create = temp file + ``os.link`` (falls back to ``O_CREAT|O_EXCL``)."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self._root = Path(os.path.abspath(os.fspath(root)))
+    def __init__(self, root: str | os.PathLike[str] | Uri) -> None:
+        uri = root if isinstance(root, Uri) else Uri.from_path(root)
+        if uri.scheme != "file":
+            raise InputError(f"a FileStore needs a file:// location, got {uri}",
+                             code="URI_INVALID")
+        self._uri = uri
+        self._root = Path(uri.arrow_path)
 
     @property
     def root(self) -> Path:
@@ -123,7 +158,7 @@ class FileStore(ObjectStore):
 
     @property
     def root_uri(self) -> str:
-        return self._root.as_uri()
+        return self._uri.uri
 
     def _path(self, key: str) -> Path:
         path = self._root.joinpath(*validate_key(key).split("/"))
@@ -224,13 +259,13 @@ class FileStore(ObjectStore):
             return None
         if not path.is_file():
             return None
-        return ObjectInfo(key, st.st_size, None, datetime.fromtimestamp(st.st_mtime, UTC))
+        return ObjectInfo(key, self._uri_of(key), st.st_size, None,
+                          datetime.fromtimestamp(st.st_mtime, UTC), f"mtime_ns:{st.st_mtime_ns}")
 
     def stat(self, key: str) -> ObjectInfo | None:
         return self._info(key, self._path(key))
 
-    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        prefix = validate_prefix(prefix)
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self._path(base) if base else self._root
         if not start.is_dir():
@@ -272,18 +307,3 @@ class FileStore(ObjectStore):
 
     def child(self, prefix: str) -> FileStore:
         return FileStore(self._path(join_key(prefix)))
-
-
-def open_store(uri: str, settings: S3Settings | None = None) -> ObjectStore:
-    """The store for ``uri``: ``file:///abs``, a plain path, or ``s3://bucket/prefix``.
-
-    ``settings`` apply to ``s3://`` only (default: :meth:`S3Settings.resolve`).
-    """
-    scheme, bucket, path = split_uri(uri)
-    if scheme == "file":
-        if not path:
-            raise StateError(f"location {uri!r} has an empty path", code="URI_INVALID")
-        return FileStore(path)
-    from windowlib.state.s3store import S3Store
-
-    return S3Store(bucket, path, settings=settings)

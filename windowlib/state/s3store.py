@@ -18,6 +18,7 @@ from windowlib.core.errors import StateError
 from windowlib.state.objectstore import ObjectInfo, ObjectStore
 from windowlib.state.paths import join_key, validate_key, validate_prefix
 from windowlib.state.s3config import S3Settings
+from windowlib.state.uri import Uri
 
 __all__ = ["S3Store"]
 
@@ -40,8 +41,9 @@ class S3Store(ObjectStore):
 
     def __init__(self, bucket: str, prefix: str = "", *, settings: S3Settings | None = None,
                  client: Any = None) -> None:
-        self.bucket = bucket
         self.prefix = validate_prefix(prefix).strip("/")
+        self.location = Uri("s3", bucket, self.prefix)
+        self.bucket = bucket
         self.settings = settings if settings is not None else S3Settings.resolve()
         self._client = client
         self._lock = threading.Lock()
@@ -55,7 +57,7 @@ class S3Store(ObjectStore):
 
     @property
     def root_uri(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+        return self.location.uri
 
     def _full(self, key: str) -> str:
         key = validate_key(key)
@@ -115,11 +117,11 @@ class S3Store(ObjectStore):
             if _code(exc) in _NOT_FOUND:
                 return None
             raise self._error(exc, "inspecting", key) from None
-        return ObjectInfo(key, int(resp["ContentLength"]), resp.get("ETag", "").strip('"'),
-                          resp["LastModified"].astimezone(UTC))
+        etag = str(resp.get("ETag", "")).strip('"')
+        return ObjectInfo(key, self._uri_of(key), int(resp["ContentLength"]), etag or None,
+                          resp["LastModified"].astimezone(UTC), etag)
 
-    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        prefix = validate_prefix(prefix)
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         full = f"{self.prefix}/{prefix}" if self.prefix else prefix
         if self.prefix and not prefix:
             full = f"{self.prefix}/"
@@ -129,9 +131,12 @@ class S3Store(ObjectStore):
                 PaginationConfig={"PageSize": self.page_size})
             for page in pages:
                 for obj in page.get("Contents", []):
-                    yield ObjectInfo(self._rel(obj["Key"]), int(obj["Size"]),
-                                     str(obj.get("ETag", "")).strip('"') or None,
-                                     obj["LastModified"].astimezone(UTC))
+                    key = self._rel(obj["Key"])
+                    if not key or key.endswith("/"):    # directory markers are not objects
+                        continue
+                    etag = str(obj.get("ETag", "")).strip('"')
+                    yield ObjectInfo(key, self._uri_of(key), int(obj["Size"]), etag or None,
+                                     obj["LastModified"].astimezone(UTC), etag)
         except StateError:
             raise
         except Exception as exc:
