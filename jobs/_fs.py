@@ -14,7 +14,7 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
-from windowlib.core.errors import DefinitionError, InputError
+from windowlib.core.errors import DefinitionError
 from windowlib.state.paths import segment_problem
 from windowlib.state.uri import Uri
 

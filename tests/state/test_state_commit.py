@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.state import layout
 from windowlib.state.checkpoint import CheckpointStore, RunRecord
 from windowlib.state.stores import open_store
@@ -161,12 +161,12 @@ def test_changed_definition_is_fingerprint_mismatch_with_rebuild_hint(root_uri, 
 
 def test_names_are_validated(root_uri, s3_settings):
     for bad in ["Demo", "../x", "a/b", "", "a-b"]:
-        with pytest.raises(StateError) as err:
+        with pytest.raises(DefinitionError) as err:
             CheckpointStore(root_uri, bad, FP, settings=s3_settings)
         assert err.value.code == "NAME_INVALID"
     st = _cs(root_uri, s3_settings).begin("run-1")
     for bad in ["../state", "State", "a/b", ""]:
-        with pytest.raises(StateError) as err:
+        with pytest.raises(DefinitionError) as err:
             st.uri(bad)
         assert err.value.code == "NAME_INVALID"
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from windowlib.core.errors import InputError, StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.state.objectstore import FileStore
 from windowlib.state.stores import delete_location, open_store
 
@@ -92,7 +92,7 @@ def test_delete_and_delete_prefix(store) -> None:
     assert store.read_bytes("e/1") == b"x"
     with pytest.raises(StateError) as err:
         store.delete_prefix("")
-    assert err.value.code == "KEY_INVALID"
+    assert err.value.code == "OBJECT_KEY_INVALID"
 
 
 def test_child_store_is_rooted_under_prefix(store) -> None:
@@ -110,7 +110,7 @@ def test_traversal_and_malformed_keys_are_rejected(store, key) -> None:
                lambda: store.create_exclusive(key, b"x"), lambda: store.delete([key])):
         with pytest.raises(StateError) as err:
             op()
-        assert err.value.code == "KEY_INVALID"
+        assert err.value.code == "OBJECT_KEY_INVALID"
 
 
 def test_uri_for_and_open_store_round_trip(store, s3_settings) -> None:
@@ -157,6 +157,6 @@ def test_delete_location_removes_everything_below_it_hidden_files_too(store, s3_
     assert delete_location(store.uri_for("out"), s3_settings) == 3
     assert [i.key for i in store.list()] == ["outer/keep"]
     for root in ("file:///", "s3://some-bucket"):
-        with pytest.raises(InputError) as err:
+        with pytest.raises(DefinitionError) as err:
             delete_location(root, s3_settings)
         assert err.value.code == "ARGUMENT_INVALID"

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from windowlib.core.errors import InputError, StateError
+from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.state.objectstore import FileStore
 from windowlib.state.paths import validate_key, validate_pipeline_name
 from windowlib.state.stores import open_store
@@ -54,7 +54,7 @@ def test_rejected_locations(uri):
 def test_keys_reject_percent_encoded_traversal(key):
     with pytest.raises(StateError) as err:
         validate_key(key)
-    assert err.value.code == "KEY_INVALID"
+    assert err.value.code == "OBJECT_KEY_INVALID"
 
 
 def test_keys_keep_literal_percent_escapes():
@@ -68,7 +68,7 @@ def test_valid_pipeline_names(name):
 
 @pytest.mark.parametrize("name", ["Demo", "a-b", "a/b", "..", "", "x" * 129, None, "é"])
 def test_invalid_pipeline_names(name):
-    with pytest.raises(StateError) as err:
+    with pytest.raises(DefinitionError) as err:
         validate_pipeline_name(name)
     assert err.value.code == "NAME_INVALID"
 
@@ -83,7 +83,7 @@ def test_symlink_inside_root_cannot_escape_it(tmp_path):
     store = FileStore(root)
     with pytest.raises(StateError) as err:
         store.read_bytes("link/secret.txt")
-    assert err.value.code == "KEY_INVALID"
+    assert err.value.code == "OBJECT_KEY_INVALID"
     with pytest.raises(StateError):
         store.write_bytes("link/new.txt", b"x")
     assert not (outside / "new.txt").exists()

@@ -12,10 +12,6 @@ class's default code. Rules:
 * literals compared with ``exc.code`` (``==``, ``!=``, ``in``) are registered codes;
 * every registered code is raised somewhere, unless it is a class's default code (whose
   meaning says windowlib never raises it).
-
-Sites in files under another engineer's rewrite are listed in ``PENDING_SITES`` instead of
-being edited; each entry is an expected failure (strict: it fails once the site is fixed, so the
-entry gets removed).
 """
 
 from __future__ import annotations
@@ -34,43 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("windowlib", "jobs", "dags", "infra")
 CLASSES = {cls.__name__: cls for cls in errors.ERROR_CLASSES}
 
-# Files another engineer is rewriting (issue 14): their raise sites are not edited on this
-# branch. PENDING_SITES may name only these.
-FROZEN = ("windowlib/engines/", "windowlib/runs/incremental.py", "windowlib/runs/run_outputs.py",
-          "windowlib/runs/source.py", "windowlib/runs/frames.py", "windowlib/core/driver.py",
-          "windowlib/core/pipeline.py", "windowlib/testing.py", "windowlib/state/")
-
-# (file, class raised today, code raised today) -> (class, code) the site must raise.
-# Expected failures of this test until those files change; EMPTY THIS after merging.
-PENDING_SITES: dict[tuple[str, str, str], tuple[str, str]] = {
-    # ARGUMENT_INVALID belongs to DefinitionError (a caller's argument)
-    ("windowlib/engines/spark/general.py", "InputError", "ARGUMENT_INVALID"):   # result_schema
-        ("DefinitionError", "ARGUMENT_INVALID"),
-    ("windowlib/runs/frames.py", "InputError", "ARGUMENT_INVALID"):   # io, max_rows, mode, token
-        ("DefinitionError", "ARGUMENT_INVALID"),
-    ("windowlib/runs/incremental.py", "InputError", "ARGUMENT_INVALID"):   # source, path
-        ("DefinitionError", "ARGUMENT_INVALID"),
-    # STATE_INVALID is the checkpoint protocol's (StateError); a window merge is MERGE_INVALID
-    ("windowlib/core/driver.py", "ExecutionError", "STATE_INVALID"):   # _merge: late cover
-        ("ExecutionError", "MERGE_INVALID"),
-    # KEY_INVALID means key columns (DefinitionError); object-store keys are OBJECT_KEY_INVALID
-    ("windowlib/state/objectstore.py", "StateError", "KEY_INVALID"):   # root delete, escape,
-        ("StateError", "OBJECT_KEY_INVALID"),                         # a file in the way
-    ("windowlib/state/paths.py", "StateError", "KEY_INVALID"):   # validate_key/_prefix, segments
-        ("StateError", "OBJECT_KEY_INVALID"),   # (split_uri's prefix check: InputError URI_INVALID)
-    # NAME_INVALID is the caller's naming mistake (DefinitionError)
-    ("windowlib/state/checkpoint.py", "StateError", "NAME_INVALID"):   # staged prefix, run_id
-        ("DefinitionError", "NAME_INVALID"),
-    ("windowlib/state/paths.py", "StateError", "NAME_INVALID"):   # validate_pipeline_name
-        ("DefinitionError", "NAME_INVALID"),
-    # locations are input (InputError)
-    ("windowlib/state/objectstore.py", "StateError", "URI_INVALID"):   # open_store empty path
-        ("InputError", "URI_INVALID"),
-    ("windowlib/state/paths.py", "StateError", "URI_INVALID"):   # split_uri
-        ("InputError", "URI_INVALID"),
-    ("windowlib/state/paths.py", "StateError", "URI_UNSUPPORTED"):   # split_uri
-        ("InputError", "URI_UNSUPPORTED"),
-}
 
 
 @dataclass(frozen=True)
@@ -196,10 +155,6 @@ def compared_codes() -> list[tuple[str, str]]:
     return out
 
 
-def _pending(site: Site) -> bool:
-    return any((site.path, site.cls, code) in PENDING_SITES for code in site.codes)
-
-
 @pytest.fixture(scope="module")
 def sites() -> list[Site]:
     return raise_sites()
@@ -215,23 +170,8 @@ def test_the_scan_resolves_every_kind_of_site(sites):
 
 
 def test_every_raise_site_uses_a_registered_code_of_its_class(sites):
-    problems = [p for s in sites if not _pending(s) for p in s.problems()]
+    problems = [p for s in sites for p in s.problems()]
     assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("key", sorted(PENDING_SITES), ids=lambda k: f"{k[0]}:{k[2]}")
-@pytest.mark.xfail(strict=True, reason="a frozen file still raises the old class/code; "
-                                       "remove the PENDING_SITES entry once it is fixed")
-def test_pending_site_is_fixed(sites, key):
-    path, cls, code = key
-    still = [s.where for s in sites if s.path == path and s.cls == cls and code in s.codes]
-    assert not still, f"still raising {cls}({code}) at {still}; want {PENDING_SITES[key]}"
-
-
-def test_pending_sites_name_only_frozen_files_and_registered_targets():
-    for (path, _, _), (cls, code) in PENDING_SITES.items():
-        assert path.startswith(FROZEN), path
-        assert errors.REGISTRY[code].error_class is CLASSES[cls], (path, cls, code)
 
 
 def test_codes_compared_with_exc_code_are_registered():
@@ -242,7 +182,6 @@ def test_codes_compared_with_exc_code_are_registered():
 
 def test_every_registered_code_is_raised_or_is_a_class_default(sites):
     raised = {code for s in sites for code in s.codes}
-    raised |= {code for _, code in PENDING_SITES.values()}
     defaults = {cls.code for cls in errors.ERROR_CLASSES}
     unused = sorted(set(errors.REGISTRY) - raised - defaults)
     assert not unused, f"registered codes no site raises (remove them): {unused}"

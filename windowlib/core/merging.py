@@ -54,7 +54,7 @@ class SessionMerging:
         if is_late(cleanup_at, self.clock.watermark, logic.event_time):
             # cannot happen for live windows; Flink guards it too
             raise ExecutionError(f"merging produced a window {cover} that is already past the "
-                                 "watermark", code="STATE_INVALID")
+                                 "watermark", code="MERGE_INVALID")
         old = [(m, self.records[m]) for m in members if m in self.records and m != cover]
         record = self.records.get(cover)
         if record is None:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from windowlib.core.aggregates import AggregateSet, DeclarativeAggregate
 from windowlib.core.assigners import GlobalWindows, WindowAssigner
 from windowlib.core.describe import describe_value
-from windowlib.core.errors import DefinitionError
+from windowlib.core.errors import DefinitionError, InputError
 from windowlib.core.evictors import CountEvictor, Evictor
 from windowlib.core.functions import FunctionRunner, FunctionSpec, OutputTag
 from windowlib.core.time import duration_ms
@@ -314,8 +314,8 @@ def use_engine(engine: DataFrameEngine) -> None:
 
 def _engine() -> DataFrameEngine:
     if not _ENGINES:
-        raise DefinitionError("no engine is installed to run pipelines on DataFrames; "
-                              "import windowlib", code="ENGINE_UNKNOWN")
+        raise InputError("no engine is installed to run pipelines on DataFrames; "
+                         "import windowlib", code="ENGINE_UNKNOWN")
     return _ENGINES[0]
 
 

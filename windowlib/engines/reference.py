@@ -23,7 +23,7 @@ from typing import Any
 
 from windowlib.core.codec import decode, encode
 from windowlib.core.driver import Clock, KeyDriver, Sink
-from windowlib.core.errors import InputError, StateError
+from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.core.loop import (
     PHASE_ELEMENTS,
     PHASE_TIMERS_PT,
@@ -285,8 +285,8 @@ class ReferenceExecutor(Executor):
         time = time or TimePolicy()
         if time.processing_time is not None or time.arrival_interval is not None \
                 or time.bundles:
-            raise InputError("the reference engine takes bundle times from its bundles",
-                             code="ARGUMENT_INVALID")
+            raise DefinitionError("the reference engine takes bundle times from its bundles",
+                                  code="ARGUMENT_INVALID")
         engine = ReferenceEngine(pipeline, watermark=time.watermark,
                                  snapshot=None if prior is None else prior.state)
         for bundle in bundles:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.errors import InputError, StateError
+from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.state.hive import NULL_PARTITION, partition_values, split_partitions
 from windowlib.state.s3config import S3Settings
 from windowlib.state.stores import delete_location, open_store
@@ -44,7 +44,7 @@ _META_DDL = "path string, rows long, bytes long, task int"
 def use_spark_io(spark: Any, loc: Uri, io: str = "auto") -> bool:
     """Whether Spark's own reader/writer handles ``loc`` (see the module docstring)."""
     if io not in IO_MODES:
-        raise InputError(f"io must be one of {IO_MODES}, got {io!r}", code="ARGUMENT_INVALID")
+        raise DefinitionError(f"io must be one of {IO_MODES}, got {io!r}", code="ARGUMENT_INVALID")
     if io != "auto":
         return io == "spark"
     if loc.scheme == "file":
@@ -157,14 +157,14 @@ def write_frame(df: Any, uri: str, *, settings: S3Settings | None = None,
 
     loc = Uri.parse(uri)
     if max_rows_per_file < 1:
-        raise InputError("max_rows_per_file must be >= 1", code="ARGUMENT_INVALID")
+        raise DefinitionError("max_rows_per_file must be >= 1", code="ARGUMENT_INVALID")
     if mode not in ("error", "overwrite"):
-        raise InputError(f"mode must be 'error' or 'overwrite', got {mode!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"mode must be 'error' or 'overwrite', got {mode!r}",
+                              code="ARGUMENT_INVALID")
     token = token or uuid.uuid4().hex[:12]
     if not _TOKEN.match(token):
-        raise InputError(f"token must match [A-Za-z0-9_-]{{1,64}}, got {token!r}",
-                         code="ARGUMENT_INVALID")
+        raise DefinitionError(f"token must match [A-Za-z0-9_-]{{1,64}}, got {token!r}",
+                              code="ARGUMENT_INVALID")
     parts = tuple(partition_by or ())
     for col in parts:
         if col not in df.columns:

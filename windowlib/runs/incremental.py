@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from windowlib.core.errors import InputError, StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.loop import RunClock
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
@@ -297,7 +297,7 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
     already succeeded returns that commit's summary (status ``already_published``).
     """
     if not isinstance(source, PartitionedSource):
-        raise InputError("source must be a wl.PartitionedSource", code="ARGUMENT_INVALID")
+        raise DefinitionError("source must be a wl.PartitionedSource", code="ARGUMENT_INVALID")
     if run_id is not None:
         done = open_checkpoint(pipeline, checkpoint, settings).find_run(run_id)
         if done is not None:

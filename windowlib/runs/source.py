@@ -30,7 +30,6 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 from windowlib.core.errors import InputError
 from windowlib.core.partitions import partition_interval

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.state import layout as L
 from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import Manifest
@@ -74,8 +74,8 @@ class Staging:
 
     def key_for(self, name: str) -> str:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise StateError(f"staged prefix name {name!r} must match [a-z0-9_]+",
-                             code="NAME_INVALID")
+            raise DefinitionError(f"staged prefix name {name!r} must match [a-z0-9_]+",
+                                  code="NAME_INVALID")
         return f"{self.key}/{name}"
 
     def uri(self, name: str) -> str:
@@ -234,8 +234,8 @@ class CheckpointStore:
     def begin(self, run_id: str, *, parent: Commit | None = None) -> Staging:
         """Start a run on top of ``parent`` (default: :meth:`latest`, fingerprint-checked)."""
         if not isinstance(run_id, str) or not run_id or len(run_id) > 200:
-            raise StateError("run_id must be a non-empty string (at most 200 characters)",
-                             code="NAME_INVALID")
+            raise DefinitionError("run_id must be a non-empty string (at most 200 characters)",
+                                  code="NAME_INVALID")
         if parent is None:
             parent = self.latest()
         version = parent.version + 1 if parent else 1

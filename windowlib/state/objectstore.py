@@ -18,7 +18,7 @@ Contract shared by every store (tested on file://, moto and SeaweedFS with the s
   hidden objects (:func:`is_hidden` of the key). In-flight temporary files and S3 directory
   markers (keys ending in ``/``) are never listed.
 - Errors are ``StateError`` with a stable code (``S3_BUCKET_NOT_FOUND``, ``S3_ACCESS_DENIED``,
-  ``KEY_INVALID``...). Missing objects are not errors: ``read_bytes`` returns ``None`` and a
+  ``OBJECT_KEY_INVALID``...). Missing objects are not errors: ``read_bytes`` returns ``None`` and a
   missing location lists empty.
 """
 
@@ -116,7 +116,7 @@ class ObjectStore(abc.ABC):
         """Delete every object under ``prefix`` (must be non-empty); returns how many."""
         prefix = validate_prefix(prefix)
         if not prefix:
-            raise StateError("refusing to delete the whole store root", code="KEY_INVALID")
+            raise StateError("refusing to delete the whole store root", code="OBJECT_KEY_INVALID")
         keys = [info.key for info in self.list(prefix)]
         self.delete(keys)
         return len(keys)
@@ -165,7 +165,8 @@ class FileStore(ObjectStore):
         # Symlinks inside the root must not lead outside it either.
         real_root = os.path.realpath(self._root)
         if os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
-            raise StateError(f"object key {key!r} escapes the store root", code="KEY_INVALID")
+            raise StateError(f"object key {key!r} escapes the store root",
+                             code="OBJECT_KEY_INVALID")
         return path
 
     def read_bytes(self, key: str) -> bytes | None:
@@ -184,7 +185,7 @@ class FileStore(ObjectStore):
             path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:
             raise StateError(f"cannot create a directory for {path}: a file is in the way",
-                             code="KEY_INVALID") from exc
+                             code="OBJECT_KEY_INVALID") from exc
         except PermissionError as exc:
             raise StateError(f"permission denied creating {path.parent}",
                              code="ACCESS_DENIED") from exc

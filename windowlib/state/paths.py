@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import DefinitionError, StateError
 
 __all__ = ["join_key", "segment_problem", "validate_key", "validate_pipeline_name",
            "validate_prefix"]
@@ -25,8 +25,8 @@ MAX_KEY = 900
 def validate_pipeline_name(name: object) -> str:
     """``name`` if it matches ``[a-z0-9_]+`` (at most 128 characters), else ``NAME_INVALID``."""
     if not isinstance(name, str) or not _PIPELINE.fullmatch(name):
-        raise StateError(f"pipeline name {name!r} is invalid: use 1-128 characters of "
-                         "[a-z0-9_]", code="NAME_INVALID")
+        raise DefinitionError(f"pipeline name {name!r} is invalid: use 1-128 characters of "
+                              "[a-z0-9_]", code="NAME_INVALID")
     return name
 
 
@@ -54,16 +54,18 @@ def segment_problem(segment: str) -> str | None:
 
 
 def validate_key(key: object) -> str:
-    """A relative object key: ``a/b/c.json``. Rejects traversal and absolute keys (KEY_INVALID)."""
+    """A relative object key: ``a/b/c.json``. Rejects traversal and absolute keys
+    (``OBJECT_KEY_INVALID``)."""
     if not isinstance(key, str) or not key:
-        raise StateError(f"object key {key!r} must be a non-empty string", code="KEY_INVALID")
+        raise StateError(f"object key {key!r} must be a non-empty string",
+                         code="OBJECT_KEY_INVALID")
     if key.startswith("/") or "\\" in key or len(key) > MAX_KEY:
         raise StateError(f"object key {key!r} must be relative, use '/' and be at most "
-                         f"{MAX_KEY} characters", code="KEY_INVALID")
+                         f"{MAX_KEY} characters", code="OBJECT_KEY_INVALID")
     for seg in key.split("/"):
         problem = segment_problem(seg)
         if problem:
-            raise StateError(f"object key {key!r} is invalid: {problem}", code="KEY_INVALID")
+            raise StateError(f"object key {key!r} is invalid: {problem}", code="OBJECT_KEY_INVALID")
     return key
 
 
@@ -72,7 +74,7 @@ def validate_prefix(prefix: object) -> str:
     if prefix == "":
         return ""
     if not isinstance(prefix, str):
-        raise StateError(f"key prefix {prefix!r} must be a string", code="KEY_INVALID")
+        raise StateError(f"key prefix {prefix!r} must be a string", code="OBJECT_KEY_INVALID")
     validate_key(prefix[:-1] if prefix.endswith("/") else prefix)
     return prefix
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from windowlib.core.errors import InputError
+from windowlib.core.errors import DefinitionError
 from windowlib.state.objectstore import FileStore, ObjectStore
 from windowlib.state.s3store import S3Store
 from windowlib.state.uri import Uri
@@ -35,6 +35,6 @@ def delete_location(uri: str | Uri, settings: S3Settings | None = None) -> int:
     (``InputError(ARGUMENT_INVALID)``)."""
     loc = Uri.parse(uri, paths=True)
     if loc.parent is None:
-        raise InputError(f"refusing to delete everything under {loc}: a bucket or file-system "
-                         "root", code="ARGUMENT_INVALID")
+        raise DefinitionError(f"refusing to delete everything under {loc}: a bucket or "
+                              "file-system root", code="ARGUMENT_INVALID")
     return open_store(loc.parent, settings).delete_prefix(f"{loc.name}/")

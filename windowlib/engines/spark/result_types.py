@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from windowlib.core.errors import InputError
+from windowlib.core.errors import DefinitionError
 from windowlib.core.outputs import RESULT_JSON
 from windowlib.core.pipeline import Pipeline
 
@@ -51,8 +51,8 @@ def result_fields(pipeline: Pipeline, input_types: Mapping[str, Any],
         parsed = T.DataType.fromDDL(result_schema) if isinstance(result_schema, str) \
             else result_schema
         if not isinstance(parsed, T.StructType):
-            raise InputError(f"result_schema must describe columns (e.g. 'total long, label "
-                             f"string'), got {result_schema!r}", code="ARGUMENT_INVALID")
+            raise DefinitionError(f"result_schema must describe columns (e.g. 'total long, label "
+                                  f"string'), got {result_schema!r}", code="ARGUMENT_INVALID")
         return "schema", list(parsed.fields)
     spec = pipeline.function
     names = spec.output_names() if spec is not None else None
