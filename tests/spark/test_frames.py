@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from windowlib.core.errors import InputError, StateError
+from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.runs.frames import FrameInfo, read_frame, write_frame
 from windowlib.state.stores import open_store
 
@@ -168,7 +168,7 @@ def test_bad_arguments_raise_clear_errors(spark, tmp_path) -> None:
     with pytest.raises(InputError) as err:
         write_frame(df, f"file://{tmp_path}/../x")
     assert err.value.code == "URI_INVALID"
-    with pytest.raises(InputError) as err:
+    with pytest.raises(DefinitionError) as err:
         write_frame(df, f"file://{tmp_path}/x", io="hdfs")
     assert err.value.code == "ARGUMENT_INVALID"
     with pytest.raises(InputError) as err:
