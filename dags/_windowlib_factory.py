@@ -48,7 +48,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import logging
@@ -74,7 +73,6 @@ SPARK_CONNECT_CONN_ENV = "WINDOWLIB_SPARK_CONNECT_CONN_ID"
 RETRY_DELAY_ENV = "WINDOWLIB_RETRY_DELAY_SECONDS"
 START_ENV, END_ENV = "WINDOWLIB_DAG_START_DATE", "WINDOWLIB_DAG_END_DATE"
 DEFAULT_START = datetime(2024, 3, 1, tzinfo=UTC)  # the synthetic clickstream's first hour
-_KEY_CHARS = re.compile(r"[^A-Za-z0-9_.:+=@-]")
 _ROOT_PATTERN = r"^(file|s3a?)://\S+$"   # a quick form check; resolve_root validates
 log = logging.getLogger(__name__)
 
@@ -105,11 +103,26 @@ def resolve_root(params: dict[str, Any] | None) -> str:
 
 
 def run_key(dag_id: str, run_id: str) -> str:
-    """``{dag_id}:{run_id}`` restricted to safe characters (<= 160 chars; longer: hashed)."""
-    text = _KEY_CHARS.sub("_", f"{dag_id}:{run_id}")
-    if len(text) > 160:
-        text = text[:140] + "~" + hashlib.sha256(text.encode()).hexdigest()[:16]
-    return text
+    """The idempotency key's base of a DAG run (``runs.protocol.RunKey.base_of``)."""
+    from windowlib.runs.protocol import RunKey
+
+    return RunKey.base_of(dag_id, run_id)
+
+
+def key_on(base: str, version: int | None) -> str:
+    """The idempotency key of a run planned on checkpoint ``version`` (``RunKey``)."""
+    from windowlib.runs.protocol import RunKey
+
+    return str(RunKey(base, version))
+
+
+_ALREADY = "already_published"      # RunStatus.ALREADY_PUBLISHED (no import at parse time)
+
+
+def _status(summary: dict[str, Any]) -> Any:
+    from windowlib.runs.protocol import RunStatus
+
+    return RunStatus(summary.get("status"))
 
 
 def interval_of(context: Any, job: Any) -> tuple[datetime, datetime]:
@@ -207,7 +220,7 @@ def do_plan(name: str, context: Any) -> dict[str, Any] | None:
     first, last = job.partition_range(start, end)
     base = run_key(context["dag"].dag_id, context["dag_run"].run_id)
     plan = plan_job(job, root, partitions=(first, last), run_id=base)
-    plan["run_id"] = f"{base}@v{plan['parent_version'] or 0}"
+    plan["run_id"] = key_on(base, plan["parent_version"])
     log.info("plan %s: partitions %s..%s, %d new file(s) on version %s", name, first, last,
              plan["files"], plan["parent_version"])
     if plan["empty"]:
@@ -222,7 +235,7 @@ def _replan(job: Any, planned: dict[str, Any]) -> dict[str, Any] | None:
 
     plan = plan_job(job, planned["root"], partitions=tuple(planned["partitions"]),
                     run_id=planned["base"])
-    plan["run_id"] = f"{planned['base']}@v{plan['parent_version'] or 0}"
+    plan["run_id"] = key_on(planned["base"], plan["parent_version"])
     return None if plan["empty"] else {**planned, "plan": plan}
 
 
@@ -280,15 +293,21 @@ def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = Fa
     if done is not None:
         log.info("%s already committed version %s: nothing to do", ref["run_id"], done.version)
         return {"pipeline": name, "run_id": ref["run_id"], "version": done.version,
-                "status": "already_published", "published": True}
+                "status": _ALREADY, "published": True}
     try:
         summary = publish_job(job, root, ref, validation, publish_on_failure=publish_on_failure)
     except StateError as exc:
         if exc.code not in ("CHECKPOINT_CONFLICT", "STAGING_MISSING"):
             raise
+        # the conflict is known without running anything: re-plan first (a listing), and run
+        # again only when files are still new on top of the winner
+        replanned = _replan(job, {"root": root, "partitions": audited["partitions"],
+                                  "base": audited["base"]})
+        if replanned is None:          # the winner consumed everything: no event
+            raise AirflowSkipException("another run consumed every new file of these "
+                                       "partitions; nothing left to publish") from exc
         log.warning("%s — re-running on top of the new version", exc)
-        head = cs.latest()
-        key = f"{audited['base']}@v{head.version if head else 0}"
+        key = replanned["plan"]["run_id"]
         try:
             summary = run_job(job, root, partitions=tuple(audited["partitions"]), run_id=key,
                               spark=_spark(), publish_on_failure=publish_on_failure,
@@ -301,10 +320,10 @@ def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = Fa
                 "committed first, twice). Nothing of this run was published; Airflow retries "
                 "it with backoff, re-planning what is still new.") from again
         validation = summary.get("validation") or validation
-        if summary.get("status") == "nothing_new":  # the winner consumed everything: no event
+        if _status(summary) == "nothing_new":    # consumed by yet another run meanwhile
             raise AirflowSkipException("another run consumed every new file of these "
                                        "partitions; nothing left to publish") from exc
-    if summary.get("status") == "blocked":
+    if _status(summary).blocked:
         raise AirflowFailException(_failure_message(name, validation or {}))
     log.info("publish %s: %s version %s", name, summary.get("status"), summary.get("version"))
     keep = ("pipeline", "run_id", "status", "published", "version", "generation", "inputs",
@@ -388,17 +407,16 @@ def _backfill(context: Any) -> dict[str, Any]:
         key = base
         done = cs.find_run(key)
         if done is not None and not p["dry_run"]:
-            return {"pipeline": job.name, "run_id": key, "status": "already_published",
+            return {"pipeline": job.name, "run_id": key, "status": _ALREADY,
                     "version": done.version, "mode": mode}
     else:
         head = cs.latest()
-        key = f"{base}@v{head.version if head else 0}"
+        key = key_on(base, head.version if head else None)
     summary = backfill_job(job, root, first, last, rebuild=rebuild, dry_run=bool(p["dry_run"]),
                            spark=None if p["dry_run"] else _spark(), run_id=key,
                            progress=log.info).to_dict()
     log.info("backfill %s %s..%s (%s): %s", job.name, first, last, mode, summary.get("status"))
-    if str(summary.get("status", "")).endswith("blocked") or "(blocked)" in str(
-            summary.get("status")):
+    if _status(summary).blocked:
         raise AirflowFailException(_failure_message(job.name, summary.get("validation") or {}))
     return {**summary, "mode": mode, "first": first, "last": last}
 
