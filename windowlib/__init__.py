@@ -68,11 +68,26 @@ from windowlib.core.watermarks import (
     WatermarkStrategy,
 )
 from windowlib.core.windows import GlobalWindow, TimeWindow
-from windowlib.engines import spark_engine as _spark_engine
 
 __version__ = "0.1.0"
 
-_pipeline_module.use_engine(_spark_engine())
+
+
+class _SparkEngine:
+    """``Pipeline.run``/``explain`` on Spark, loaded on first use."""
+
+    def run(self, pipeline: Pipeline, df: object, arrival: str, **options: object) -> object:
+        from windowlib.engines.spark.engine import run_dataframe
+
+        return run_dataframe(pipeline, df, arrival, **options)
+
+    def explain(self, pipeline: Pipeline) -> str:
+        from windowlib.engines.spark.engine import explain
+
+        return explain(pipeline)
+
+
+_pipeline_module.use_engine(_SparkEngine())
 
 __all__ = [
     "AggregateFunction", "All", "Any", "BoundedOutOfOrderness", "CalendarWindows", "Context",

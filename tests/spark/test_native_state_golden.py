@@ -52,7 +52,7 @@ def test_format_v1_state_restores_and_continues_like_the_reference(spark):
                                  state=state, clock=clock)
     from pyspark.sql import functions as F
 
-    rows = (run.windows.filter("__wl_fires").select("__wl_firing.*")
+    rows = (run.outputs("golden").frame("firings")
             .withColumn("window_start", F.unix_millis("window_start")).collect())
     got = sorted((r["key"], r["window_start"], r["pane_index"], r["timing"], r["retract"],
                   r["total"], r["count"], r["peak"]) for r in rows)
