@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,107 @@ def test_importing_windowlib_loads_nothing_beyond_the_stdlib_pendulum_and_window
     extra = loaded - set(sys.stdlib_module_names) - baseline - {"windowlib"}
     assert extra == set()
     assert baseline & FORBIDDEN == set()
+
+
+# --- the whole package: imports point downward and form no cycle ------------------------------
+
+MODULE_STRING = re.compile(r"['\"](windowlib(?:\.\w+)+)['\"]")
+
+
+def _module_names() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = ".".join(("windowlib", *path.relative_to(PACKAGE).with_suffix("").parts))
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the windowlib modules it imports: import statements anywhere (functions and
+    ``TYPE_CHECKING`` blocks excepted: the latter never run), and every ``"windowlib.x"``
+    string (``importlib.import_module``, ``__import__``, lazy attribute tables)."""
+    modules = _module_names()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        source = path.read_text()
+        tree = ast.parse(source, str(path))
+        typing_only = {id(n) for node in ast.walk(tree)
+                       if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                       for stmt in node.body for n in ast.walk(stmt)}
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                            for a in node.names}
+        targets |= set(MODULE_STRING.findall(source))
+        graph[module] = {r for t in targets if t.startswith("windowlib")
+                         if (r := resolve(t)) and r != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_anywhere_in_windowlib():
+    assert cycles(import_graph()) == []
+
+
+def test_the_core_reaches_nothing_outside_it_not_even_through_module_strings():
+    graph = import_graph()
+    outside = {m: sorted(t for t in targets if not t.startswith("windowlib.core"))
+               for m, targets in graph.items() if m.startswith("windowlib.core")}
+    assert {m: t for m, t in outside.items() if t} == {}
+
+
+def test_the_graph_walk_sees_strings_and_cycles():
+    """Guards the checker: a module string counts as an import, and a cycle is found."""
+    graph = import_graph()
+    assert "windowlib.runs.source" in graph["windowlib"]        # the lazy attribute table
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
