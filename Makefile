@@ -30,7 +30,7 @@ demo: setup
 	@$(PY) -m jobs.demo $(if $(filter 1 yes true,$(S3)),--s3) $(DEMO_ARGS)
 
 lint: setup
-	@$(VENV)/bin/ruff check windowlib jobs dags tests benchmarks docs
+	@$(VENV)/bin/ruff check windowlib jobs dags tests benchmarks docs infra
 
 bench: setup
 	@$(PY) benchmarks/reference_engine.py

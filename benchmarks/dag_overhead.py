@@ -205,7 +205,7 @@ def measure_runs(work: Path, setups: list[str]) -> None:
             active.stop()
 
     if "connect" in setups:   # fresh process per task, thin clients of one Connect server
-        from windowlib.engines.spark.connect import start_connect_server
+        from infra.spark_connect import start_connect_server
 
         t = time.perf_counter()
         server = start_connect_server()

@@ -16,8 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from infra.local_s3 import LocalSeaweed, is_port_free  # noqa: E402
 from windowlib.core.errors import WindowlibError  # noqa: E402
-from windowlib.state.local_s3 import LocalSeaweed, is_port_free  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

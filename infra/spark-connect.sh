@@ -4,7 +4,7 @@
 #   infra/spark-connect.sh [--port 15002] [--master local[2]] [--conf spark.KEY=VALUE ...]
 #
 # It listens on 127.0.0.1 only, with UTC session time zone, 2 shuffle partitions and no UI
-# (windowlib/engines/spark/connect.py, SERVER_CONF). Python workers run the venv's python, so
+# (infra/spark_connect.py, SERVER_CONF). Python workers run the venv's python, so
 # they import the same windowlib as clients. Clients connect with
 #   SPARK_REMOTE=sc://127.0.0.1:15002   (or get_or_create_session(remote=...))
 # which saves the 20-40 s JVM start of a fresh local session per process (e.g. Airflow tasks).
@@ -19,4 +19,5 @@ fi
 export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$PY}"
 export PYSPARK_DRIVER_PYTHON="${PYSPARK_DRIVER_PYTHON:-$PY}"
 cd "$ROOT"
-exec "$PY" -m windowlib.engines.spark.connect "$@"
+cd "$ROOT"
+exec "$PY" -m infra.spark_connect "$@"

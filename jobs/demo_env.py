@@ -82,7 +82,7 @@ def prepare(local: str | os.PathLike[str], s3: bool) -> Workspace:
 def start_s3(ws: Workspace) -> None:
     """Start SeaweedFS on a free loopback port (data in ``{local}/s3``), create the bucket and
     point the standard ``AWS_*`` variables at it (before Spark starts: its workers inherit them)."""
-    from windowlib.state.local_s3 import LocalSeaweed
+    from infra.local_s3 import LocalSeaweed
 
     server = LocalSeaweed(data_dir=ws.local / "s3", log_path=ws.local / "weed.log")
     server.start()

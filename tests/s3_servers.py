@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from windowlib.state.local_s3 import LocalSeaweed
+from infra.local_s3 import LocalSeaweed
 from windowlib.state.s3config import S3Settings
 
 __all__ = ["S3Server", "use_env"]

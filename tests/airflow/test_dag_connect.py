@@ -1,5 +1,5 @@
 """A pipeline DAG run whose tasks are thin Spark Connect clients: a real local Spark Connect
-server (``windowlib.engines.spark.connect``) on 127.0.0.1, named by an Airflow
+server (``infra.spark_connect``) on 127.0.0.1, named by an Airflow
 ``spark_connect`` connection (``WINDOWLIB_SPARK_CONNECT_CONN_ID``); ``dag.test()`` runs the
 whole write-audit-publish chain through it and publishes."""
 
@@ -15,10 +15,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.airflow, pytest.mark.spark, pytest.ma
 
 def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_module, tmp_path,
                                                        monkeypatch):
+    from infra.spark_connect import start_connect_server
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, write_synthetic
     from windowlib.engines.spark import session as sessions
-    from windowlib.engines.spark.connect import start_connect_server
     from windowlib.runs.operations import job_status, run_history
 
     lake = tmp_path / "lake"

@@ -1,7 +1,7 @@
 """The Spark general path over Spark Connect (issue 3: "DataFrame API only ... a test runs the
 transcripts once through a local Spark Connect server").
 
-One local Connect server (``windowlib.engines.spark.connect``) serves the whole module. With
+One local Connect server (``infra.spark_connect``) serves the whole module. With
 ``SPARK_REMOTE`` pointing at it, ``get_or_create_session()`` — and so
 ``run_bundles(engine="spark")`` — returns a Connect session: every runnable YAML transcript runs
 once through it, checked as ``test_transcripts_spark.py`` checks the classic session
@@ -41,7 +41,7 @@ def _port_open(port: int) -> bool:
 @pytest.fixture(scope="module")
 def connect():
     """A local Connect server; ``SPARK_REMOTE`` points at it while the module runs."""
-    from windowlib.engines.spark.connect import start_connect_server
+    from infra.spark_connect import start_connect_server
     from windowlib.engines.spark.session import get_or_create_session, stop_remote_sessions
 
     server = start_connect_server(conf={"spark.sql.shuffle.partitions": "1"})

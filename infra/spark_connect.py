@@ -193,11 +193,11 @@ def start_connect_server(port: int | None = None, *, master: str = "local[2]",
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m windowlib.engines.spark.connect [--port N] [--master M] [--conf k=v]...``:
+    """``python -m infra.spark_connect [--port N] [--master M] [--conf k=v]...``:
     run the server in the foreground (replaces this process; stop it with Ctrl-C/SIGTERM)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m windowlib.engines.spark.connect",
+    parser = argparse.ArgumentParser(prog="python -m infra.spark_connect",
                                      description="Run a local Spark Connect server on "
                                                  f"{HOST} in the foreground.")
     parser.add_argument("--port", type=int, default=15002, help="gRPC port (default 15002)")
