@@ -25,8 +25,9 @@ of bundle ``b`` meets, ``max`` = ``window_end - 1``, ``cleanup = max + lateness`
   accumulator combined with the running late accumulator; discarding: the element alone;
   accumulating_and_retracting: before it, the previous pane's rows again with
   ``retract=True``, ``is_final=False`` and the current clock;
-- rejects: the timestamp reason of ``prepare_input``, then ``future_timestamp``
-  (``ts > P_b + max_future_skew``, when ``P_b`` is known), then ``missing_key``.
+- rejects: ``core.loop``'s checks in ``REJECT_CHECKS`` order: the timestamp reason of
+  ``prepare_input``, ``future_timestamp`` (``ts > P_b + max_future_skew``, when ``P_b`` is
+  known), ``missing_key``.
 
 Plan (default trigger): the bundle plan (``P_b``, ``W_b``) comes from Parquet footer statistics
 when the input is a plain Parquet scan (``bundle_stats.py``: no job), else from the small
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import DefinitionError
+from windowlib.core.loop import REJECT_CHECKS
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
@@ -187,15 +189,17 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     keys = [F.col(f"`{c}`") for c in logic.key_columns]
     x = bundle_columns(prepared, plan)
 
-    # --- rejects (the general walker's order of checks) -----------------------------------
+    # --- rejects: core.loop's checks, compiled in REJECT_CHECKS order ----------------------
     skew = logic.max_future_skew_ms
-    future = F.when((F.col(PB) != F.lit(MIN_TS)) & (F.col(TS) > F.col(PB) + F.lit(skew)),
-                    F.lit("future_timestamp"))
     missing = None
     for k in keys:
         missing = k.isNull() if missing is None else (missing | k.isNull())
-    reason = F.coalesce(F.col(TREASON), future,
-                        *([F.when(missing, F.lit("missing_key"))] if missing is not None else []))
+    checks = {"timestamp": F.col(TREASON),
+              "future_timestamp": F.when((F.col(PB) != F.lit(MIN_TS))
+                                         & (F.col(TS) > F.col(PB) + F.lit(skew)),
+                                         F.lit("future_timestamp")),
+              "missing_key": None if missing is None else F.when(missing, F.lit("missing_key"))}
+    reason = F.coalesce(*[checks[c] for c in REJECT_CHECKS if checks[c] is not None])
     x = x.withColumn(REASON, reason)
     sub = F.col(seq_column) if seq_column else F.lit(0).cast("long")
     x = x.withColumn(SUB, sub.cast("long"))
