@@ -27,8 +27,8 @@ from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
 from windowlib.core.time import MAX_TS
-from windowlib.core.trigger_context import TriggerContext
 from windowlib.core.triggers.base import TriggerResult
+from windowlib.core.window_context import WindowTriggerContext
 from windowlib.core.windows import window_from_data
 
 __all__ = ["EVENT", "PROCESSING", "Clock", "KeyDriver", "Sink", "WindowRecord"]
@@ -94,7 +94,7 @@ class KeyDriver(SessionMerging):
         self.timers: dict[str, dict[tuple[int, Any], set[str]]] = {EVENT: {}, PROCESSING: {}}
         self.heaps: dict[str, list[tuple[int, Any]]] = {EVENT: [], PROCESSING: []}
         self.global_state: dict = {}
-        self._ctx = TriggerContext(self)  # after clock and timers: it keeps references to them
+        self._ctx = WindowTriggerContext(self)  # after clock and timers: it keeps them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
         self._plan = _plan_of(logic)
 

@@ -23,7 +23,8 @@ from windowlib.core.evictors import CountEvictor, Evictor
 from windowlib.core.functions import FunctionRunner, FunctionSpec, OutputTag
 from windowlib.core.time import duration_ms
 from windowlib.core.triggers import CountTrigger, PurgingTrigger, Trigger
-from windowlib.core.triggers.dsl import ACCUMULATION_MODES, AfterEndOfWindow, DslTrigger
+from windowlib.core.triggers.dsl import ACCUMULATION_MODES, DslTrigger
+from windowlib.core.triggers.end_of_window import AfterEndOfWindow
 
 _NAME = re.compile(r"[a-z0-9_]+")
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

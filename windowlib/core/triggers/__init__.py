@@ -13,13 +13,13 @@ from windowlib.core.triggers.classic import (
 )
 from windowlib.core.triggers.dsl import (
     ACCUMULATION_MODES,
-    AfterEndOfWindow,
     AfterFirstElement,
     CountAtLeast,
     DslTrigger,
 )
 from windowlib.core.triggers.dsl import all_of as All
 from windowlib.core.triggers.dsl import any_of as Any
+from windowlib.core.triggers.end_of_window import AfterEndOfWindow
 
 __all__ = [
     "ACCUMULATION_MODES", "AfterEndOfWindow", "AfterFirstElement", "All", "Any",

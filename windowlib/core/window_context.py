@@ -1,5 +1,6 @@
-"""The ``TriggerContext`` a ``KeyDriver`` hands its trigger (SPEC §3): clocks, timers and
-per-window trigger state; ``window`` and ``record`` are set before every callback."""
+"""The ``TriggerContext`` (``triggers.base``) a ``KeyDriver`` hands its trigger (SPEC §3):
+clocks, timers and per-window trigger state; ``window`` and ``record`` are set before every
+callback."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from windowlib.core.driver import KeyDriver
 
 
-class TriggerContext:
+class WindowTriggerContext:
     """The ``TriggerContext`` of one driver; ``window``/``record`` are set per callback."""
 
     __slots__ = ("clock", "driver", "event_timers", "merge_sources", "owner",
