@@ -188,7 +188,7 @@ def history_backfill(services) -> dict:
     dry = _api(services, token, "POST", "/backfills/dry_run", HISTORY_BACKFILL)
     assert [_when(b["logical_date"]) for b in dry["backfills"]] == [
         _when(f"{h}:00:00+00:00") for h in HISTORY_HOURS]
-    for attempt in range(3):
+    for attempt in range(6):   # a loaded 2-core machine: the API answers 503 for a while
         try:
             return _api(services, token, "POST", "/backfills", HISTORY_BACKFILL)
         except TransientAPIError:
@@ -197,9 +197,9 @@ def history_backfill(services) -> dict:
             existing = _api(services, token, "GET", f"/backfills?dag_id={HISTORY_DAG}")
             if existing.get("backfills"):
                 return existing["backfills"][0]
-            if attempt == 2:
+            if attempt == 5:
                 raise
-            time.sleep(10)
+            time.sleep(10 * (attempt + 1))
     raise AssertionError("unreachable")
 
 
