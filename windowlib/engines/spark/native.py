@@ -146,7 +146,13 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                    footer_stats: bool = True, clock: Any = None) -> NativeInputs:
     """Plan the bundles and build the row-level frames of the native path (lazy; nothing is
     collected). ``clock`` (``core.loop.RunClock``) continues an incremental run's time: the first
-    bundle meets its watermark. See ``run_native`` for the bundle-plan sources."""
+    bundle meets its watermark. ``seq_column`` is the test harness's element number inside a
+    bundle.
+
+    The bundle plan comes from ``bundle_stats`` when given (exact per-bundle figures in
+    ``__wl_arrival`` form: see ``bundles.plan_bundles``), else from Parquet footers when ``df``
+    is a plain Parquet scan and ``footer_stats`` is true (``bundle_stats.py``), else from one
+    small aggregate job; ``plan_source`` says which (and why not the footers)."""
     from pyspark.sql import functions as F
 
     logic = pipeline.compile()
@@ -244,28 +250,10 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                         plan_source=plan_source)
 
 
-def run_native(pipeline: Pipeline, df: Any, arrival: str, *,
-               watermark: WatermarkStrategy | None = None, finalize: bool = False,
-               order_by: Sequence[str] | str | None = None, processing_time: Any = None,
-               arrival_interval: Any = None,
-               overrides: Mapping[Any, BundleTimes] | None = None,
-               seq_column: str | None = None,
-               bundle_stats: Mapping[Any, Any] | None = None,
-               footer_stats: bool = True) -> NativeRun:
-    """Plan the bundles and build the native frames (lazy; nothing is collected). The caller
-    (``engine.run_dataframe``) has checked ``planner.plan_path``. ``seq_column`` is the test
-    harness's element number inside a bundle.
-
-    The bundle plan comes from ``bundle_stats`` when given (exact per-bundle figures in
-    ``__wl_arrival`` form, e.g. from an incremental run's input manifest: see
-    ``bundles.plan_bundles``), else from Parquet footers when ``df`` is a plain Parquet scan
-    and ``footer_stats`` is true (``bundle_stats.py``), else from one small aggregate job;
-    ``NativeRun.plan_source`` says which (and why not the footers)."""
-    inputs = prepare_native(pipeline, df, arrival, watermark=watermark, finalize=finalize,
-                            order_by=order_by, processing_time=processing_time,
-                            arrival_interval=arrival_interval, overrides=overrides,
-                            seq_column=seq_column, bundle_stats=bundle_stats,
-                            footer_stats=footer_stats)
+def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> NativeRun:
+    """Plan the bundles and build the native frames (lazy; nothing is collected); ``options``
+    are ``prepare_native``'s. The caller has checked ``planner.plan_path``."""
+    inputs = prepare_native(pipeline, df, arrival, **options)
     parts, logic = inputs.parts, inputs.logic
     early, late_every = count_phases(logic.trigger)
     if early is None and late_every is None:
