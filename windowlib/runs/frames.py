@@ -26,19 +26,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
+from windowlib.state.checksums import check_sizes, verified_bytes
 from windowlib.state.hive import NULL_PARTITION, partition_values, split_partitions
+from windowlib.state.partfiles import PartFiles
 from windowlib.state.s3config import S3Settings
 from windowlib.state.stores import delete_location, open_store
 from windowlib.state.taskfs import TaskFilesystem, arrow_filesystem, task_filesystem
 from windowlib.state.uri import Uri
 
-__all__ = ["FrameFile", "FrameInfo", "PartFiles", "conform", "read_frame", "write_frame"]
+__all__ = ["FrameFile", "FrameInfo", "check_frames", "conform", "read_frame", "write_frame"]
 
 IO_MODES = ("auto", "spark", "arrow")
 S3_IO_CONF = "spark.windowlib.io.s3"
 PARALLELISM_CONF = "spark.windowlib.io.parallelism"
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-_META_DDL = "path string, rows long, bytes long, task int"
+_META_DDL = "path string, rows long, bytes long, sha256 string, task int"
 
 
 def use_spark_io(spark: Any, loc: Uri, io: str = "auto") -> bool:
@@ -106,9 +108,23 @@ def as_struct(schema: Any) -> Any:
 
 @dataclass(frozen=True)
 class FrameFile:
+    """One data file: its URI, rows, size and SHA-256 (``None`` when Spark's own writer wrote
+    it)."""
+
     path: str
     rows: int
     bytes: int
+    sha256: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"path": self.path, "rows": self.rows, "bytes": self.bytes}
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FrameFile:
+        return cls(data["path"], int(data["rows"]), int(data["bytes"]), data.get("sha256"))
 
 
 @dataclass(frozen=True)
@@ -131,12 +147,11 @@ class FrameInfo:
     def to_dict(self) -> dict[str, Any]:
         return {"uri": self.uri, "schema": json.loads(self.schema_json),
                 "partition_by": list(self.partition_by), "rows": self.rows, "bytes": self.bytes,
-                "files": [{"path": f.path, "rows": f.rows, "bytes": f.bytes} for f in self.files]}
+                "files": [f.to_dict() for f in self.files]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FrameInfo:
-        return cls(data["uri"], tuple(FrameFile(f["path"], int(f["rows"]), int(f["bytes"]))
-                                      for f in data["files"]),
+        return cls(data["uri"], tuple(FrameFile.from_dict(f) for f in data["files"]),
                    json.dumps(data["schema"], separators=(",", ":"), sort_keys=True),
                    tuple(data.get("partition_by", ())))
 
@@ -189,7 +204,7 @@ def write_frame(df: Any, uri: str, *, settings: S3Settings | None = None,
     fn = _make_writer(fs, loc.arrow_path, token, max_rows_per_file, parts, data_cols)
     meta = df.mapInArrow(fn, _META_DDL).orderBy(F.col("task"), F.col("path"))
     files = tuple(FrameFile(str(Uri.from_arrow_path(loc.scheme, r["path"])), int(r["rows"]),
-                            int(r["bytes"]))
+                            int(r["bytes"]), r["sha256"])
                   for r in meta.collect())    # one small row per file written
     return FrameInfo(loc.uri, files, schema_json, parts)
 
@@ -208,56 +223,6 @@ def _info_from_listing(loc: Uri, settings: S3Settings | None, schema_json: str,
         rows = pq.ParquetFile(fs.open_input_file(path)).metadata.num_rows
         files.append(FrameFile(obj.uri, rows, obj.size))
     return FrameInfo(loc.uri, tuple(files), schema_json, parts)
-
-
-class PartFiles:
-    """The Parquet part files one Spark task writes (inside the task): under each directory,
-    ``part-{task:05d}-{token}-{seq:03d}.parquet`` — unique per write, deterministic per task, so
-    a retried attempt overwrites its own files — rolled over at ``max_rows`` rows. ``close``
-    returns one ``{"key", "path", "rows", "bytes"}`` per file written (``key``: the caller's
-    name for the directory's stream)."""
-
-    def __init__(self, fs: TaskFilesystem, task: int, token: str, max_rows: int) -> None:
-        self.fs, self.task, self.token, self.max_rows = fs, task, token, max_rows
-        self._filesystem: Any = None
-        self._open: dict[str, list[Any]] = {}   # key -> [stream, writer, rows, seq, path]
-        self._done: list[dict[str, Any]] = []
-
-    def write(self, key: str, directory: str, batch: Any) -> None:
-        import pyarrow.parquet as pq
-
-        if self._filesystem is None:
-            self._filesystem = self.fs.open()
-        while batch.num_rows:
-            state = self._open.get(key)
-            if state is None or state[1] is None:
-                seq = 0 if state is None else state[3] + 1
-                if self.fs.scheme == "file":     # S3 has no directories to create
-                    self._filesystem.create_dir(directory, recursive=True)
-                path = f"{directory}/part-{self.task:05d}-{self.token}-{seq:03d}.parquet"
-                stream = self._filesystem.open_output_stream(path)
-                state = [stream, pq.ParquetWriter(stream, batch.schema), 0, seq, path]
-                self._open[key] = state
-            room = self.max_rows - state[2]
-            state[1].write_batch(batch.slice(0, room))
-            state[2] += min(room, batch.num_rows)
-            batch = batch.slice(room)
-            if state[2] >= self.max_rows:     # a file never holds more than max_rows
-                self._close(key, state)
-
-    def _close(self, key: str, state: list[Any]) -> None:
-        stream, writer, rows, _, path = state
-        writer.close()
-        size = stream.tell()
-        stream.close()
-        state[1] = None
-        self._done.append({"key": key, "path": path, "rows": rows, "bytes": size})
-
-    def close(self) -> list[dict[str, Any]]:
-        for key, state in self._open.items():
-            if state[1] is not None:
-                self._close(key, state)
-        return self._done
 
 
 def _make_writer(fs: TaskFilesystem, base: str, token: str, max_rows: int,
@@ -279,58 +244,76 @@ def _make_writer(fs: TaskFilesystem, base: str, token: str, max_rows: int,
                                                    data_cols):
                 for rb in sub.to_batches():
                     files.write(f"{base}/{directory}", f"{base}/{directory}", rb)
-        done = [{"path": f["path"], "rows": f["rows"], "bytes": f["bytes"], "task": task}
+        done = [{**{k: f[k] for k in ("path", "rows", "bytes", "sha256")}, "task": task}
                 for f in files.close()]
         yield pa.RecordBatch.from_pylist(done, schema=pa.schema([
             ("path", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64()),
-            ("task", pa.int32())]))
+            ("sha256", pa.string()), ("task", pa.int32())]))
 
     return write
 
 
 # --- reading ----------------------------------------------------------------------------------
 
-def read_frame(spark: Any, source: str | FrameInfo | Sequence[str], schema: Any, *,
-               settings: S3Settings | None = None, io: str = "auto",
+def read_frame(spark: Any, source: str | FrameInfo | Sequence[str | FrameFile], schema: Any,
+               *, settings: S3Settings | None = None, io: str = "auto",
                parallelism: int | None = None, forward_credentials: bool | None = None) -> Any:
     """A DataFrame of ``schema`` over Parquet files, read by Spark tasks.
 
     ``source`` is a location URI (every visible ``*.parquet`` file below it), a
     :class:`FrameInfo` (exactly its files, and its ``partition_by`` columns restored from the
-    paths) or a list of file URIs (one scheme). No files: an empty DataFrame of ``schema``.
-    Columns missing from a file read as nulls; extra columns are ignored.
+    paths) or a list of file URIs or ``FrameFile`` (one scheme). No files: an empty DataFrame of
+    ``schema``. Columns missing from a file read as nulls; extra columns are ignored.
+
+    Recorded files (``FrameInfo``, ``FrameFile``) are checked: present with their size before
+    the DataFrame is returned (``check_frames``: one listing), and again, with their SHA-256,
+    by the tasks that read them — a damaged file is ``CHECKPOINT_CORRUPT``, never misread (in
+    a task the error reaches the caller through Spark's task failure, with its code).
     """
     struct = as_struct(schema)
     parts: tuple[str, ...] = ()
+    recorded: list[FrameFile] = []
     if isinstance(source, FrameInfo):
         base = Uri.parse(source.uri)
-        files = [f.path for f in source.files]
-        parts = source.partition_by
+        recorded, parts = list(source.files), source.partition_by
+        check_frames([source], source.uri, settings)
     elif isinstance(source, str):
         base = Uri.parse(source)
-        files = [o.uri for o in open_store(base, settings).list(hidden=False)
-                 if o.key.endswith(".parquet")]
+        recorded = [FrameFile(o.uri, 0, o.size) for o in
+                    open_store(base, settings).list(hidden=False) if o.key.endswith(".parquet")]
     else:
-        files = list(source)
         base = None
-    locs = [Uri.parse(f) for f in files]
+        recorded = [f if isinstance(f, FrameFile) else FrameFile(f, 0, -1) for f in source]
+    locs = [Uri.parse(f.path) for f in recorded]
     if not locs:
         return spark.createDataFrame([], struct)
-    schemes = {loc.scheme for loc in locs}
-    if len(schemes) > 1:
+    if len({loc.scheme for loc in locs}) > 1:
         raise InputError("read_frame: all files must use one scheme", code="URI_INVALID")
-    if use_spark_io(spark, locs[0], io):
+    checked = any(f.sha256 for f in recorded)
+    if use_spark_io(spark, locs[0], io) and not checked:
         reader = spark.read.schema(struct)
         if base is not None and parts:
             reader = reader.option("basePath", base.spark_path)
         df = reader.parquet(*[loc.spark_path for loc in locs])
         return df.select(*[f"`{name}`" for name in struct.fieldNames()])
     fs = task_filesystem(spark, locs[0], settings, forward_credentials)
-    paths = [loc.arrow_path for loc in locs]
-    n = io_parallelism(spark, len(paths), parallelism)
-    ids = spark.range(0, len(paths), 1, n)
-    return ids.mapInArrow(_make_reader(fs, paths, struct.json(), parts, large_var_types(spark)),
+    items = [(loc.arrow_path, f.path, f.bytes if f.bytes >= 0 else None, f.sha256)
+             for loc, f in zip(locs, recorded)]
+    n = io_parallelism(spark, len(items), parallelism)
+    ids = spark.range(0, len(items), 1, n)
+    return ids.mapInArrow(_make_reader(fs, items, struct.json(), parts, large_var_types(spark)),
                           struct)
+
+
+def check_frames(frames: Sequence[FrameInfo], root: str,
+                 settings: S3Settings | None = None) -> None:
+    """Raise ``CHECKPOINT_CORRUPT`` unless every file of ``frames`` is below ``root`` with its
+    recorded size (ONE listing of ``root``, whatever the number of files)."""
+    expected = [(f.path, f.bytes) for frame in frames for f in frame.files]
+    if not expected:
+        return
+    listing = {o.uri: o.size for o in open_store(Uri.parse(root), settings).list(hidden=True)}
+    check_sizes(expected, listing)
 
 
 def arrow_target_schema(struct: Any, large: bool) -> Any:
@@ -359,8 +342,8 @@ def conform(table: Any, target: Any, constants: dict[str, Any] | None = None) ->
     return pa.Table.from_arrays(arrays, schema=target)
 
 
-def _make_reader(fs: TaskFilesystem, paths: list[str], schema_json: str,
-                 parts: tuple[str, ...], large: bool) -> Any:
+def _make_reader(fs: TaskFilesystem, items: list[tuple[str, str, int | None, str | None]],
+                 schema_json: str, parts: tuple[str, ...], large: bool) -> Any:
     def read(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -370,12 +353,18 @@ def _make_reader(fs: TaskFilesystem, paths: list[str], schema_json: str,
         filesystem = fs.open()
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                path = paths[i]
+                path, uri, size, sha256 = items[i]
                 consts = {k: v for k, v in partition_values(path).items() if k in parts}
-                with filesystem.open_input_file(path) as handle:
-                    pf = pq.ParquetFile(handle)
-                    for rb in pf.iter_batches(batch_size=65_536):
-                        table = conform(pa.Table.from_batches([rb]), target, consts)
-                        yield from table.to_batches()
+                data = verified_bytes(filesystem, path, uri, size, sha256)
+                try:
+                    pf = pq.ParquetFile(pa.BufferReader(data))
+                    tables = [pa.Table.from_batches([rb])
+                              for rb in pf.iter_batches(batch_size=65_536)]
+                except (pa.ArrowException, OSError) as exc:
+                    from windowlib.state.checksums import corrupt
+
+                    raise corrupt(uri, f"is not a readable Parquet file ({exc})") from None
+                for table in tables:
+                    yield from conform(table, target, consts).to_batches()
 
     return read

@@ -65,39 +65,43 @@ def _pointer(output: str, settings: S3Settings | None) -> dict[str, Any]:
             from exc
 
 
-def committed_commits(output: str, settings: S3Settings | None = None) -> list[Any]:
-    """The commits whose outputs readers see (oldest first)."""
+def _reader_store(output: str, settings: S3Settings | None) -> Any:
     from windowlib.state.checkpoint import CheckpointStore
 
     body = _pointer(output, settings)
-    cs = CheckpointStore(body["checkpoint"], body["pipeline"], "reader", settings=settings)
-    return cs.committed()
+    return CheckpointStore(body["checkpoint"], body["pipeline"], "reader", settings=settings)
+
+
+def committed_commits(output: str, settings: S3Settings | None = None) -> list[Any]:
+    """The commits whose outputs readers see (oldest first); the commit chain is verified
+    (``CheckpointStore.committed``)."""
+    return _reader_store(output, settings).committed()
 
 
 def read_output(output: str, name: str, *, spark: Any = None,
                 settings: S3Settings | None = None) -> Any:
-    """The committed rows of output ``name`` (one of ``OUTPUTS``) as one DataFrame."""
+    """The committed rows of output ``name`` (one of ``OUTPUTS``) as one DataFrame. Every
+    committed file is checked before the DataFrame is returned (present, its recorded size:
+    one listing) and, with its checksum, as it is read (``CHECKPOINT_CORRUPT``)."""
     from pyspark.sql.types import StructType
 
     from windowlib.engines.spark.session import get_or_create_session
-    from windowlib.runs.frames import read_frame
+    from windowlib.runs.frames import FrameInfo, check_frames, read_frame
     from windowlib.runs.protocol import CommitDetails
 
     if name not in OUTPUTS:
         raise DefinitionError(f"unknown output {name!r}; one of {OUTPUTS}",
                               code="ARGUMENT_INVALID")
     spark = spark or get_or_create_session()
-    files: list[str] = []
-    schema = None
-    for commit in committed_commits(output, settings):
-        info = CommitDetails.of(commit.extra).frames.get(name)
-        if info is None:
-            continue
-        schema = info["schema"]
-        files.extend(f["path"] for f in info["files"])
-    if schema is None:
+    store = _reader_store(output, settings)
+    frames = [FrameInfo.from_dict(info) for commit in store.committed()
+              if (info := CommitDetails.of(commit.extra).frames.get(name)) is not None]
+    if not frames:
         raise StateError(f"{output}: no committed run yet", code="OUTPUT_NOT_FOUND")
-    return read_frame(spark, files, StructType.fromJson(schema), settings=settings)
+    check_frames(frames, store.uri, settings)
+    return read_frame(spark, [f for frame in frames for f in frame.files],
+                      StructType.fromJson(json.loads(frames[-1].schema_json)),
+                      settings=settings)
 
 
 def read_firings(output: str, **kwargs: Any) -> Any:

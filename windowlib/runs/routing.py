@@ -37,7 +37,8 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.engines.spark.outputs import ROUTE_SEP
-from windowlib.runs.frames import _TOKEN, FrameFile, FrameInfo, PartFiles
+from windowlib.runs.frames import _TOKEN, FrameFile, FrameInfo
+from windowlib.state.partfiles import PartFiles
 from windowlib.state.s3config import S3Settings
 from windowlib.state.stores import open_store
 from windowlib.state.taskfs import TaskFilesystem, task_filesystem
@@ -48,7 +49,7 @@ __all__ = ["MULTI", "OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_
 OUT = "__wl_out"
 SEP = "::"
 MULTI = ROUTE_SEP    # "firings+state": the row goes to both outputs
-_META_DDL = ("output string, path string, rows long, bytes long, task int, "
+_META_DDL = ("output string, path string, rows long, bytes long, sha256 string, task int, "
              "grp string, total long")
 
 
@@ -165,7 +166,7 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
             files[name].append((int(r["task"]), r["path"],
                                 FrameFile(str(Uri.from_arrow_path(locs[name].scheme,
                                                                   r["path"])),
-                                          int(r["rows"]), int(r["bytes"]))))
+                                          int(r["rows"]), int(r["bytes"]), r["sha256"])))
         else:
             group = tuple(json.loads(r["grp"]))
             acc = counts[name].setdefault(group, [0, 0])
@@ -245,14 +246,15 @@ def _make_routed_writer(fs: TaskFilesystem,
                         for rb in out.combine_chunks().to_batches():
                             files.write(name, base, rb)
         done = [{"output": f["key"], "path": f["path"], "rows": f["rows"],
-                 "bytes": f["bytes"], "task": task, "grp": None, "total": None}
+                 "bytes": f["bytes"], "sha256": f["sha256"], "task": task, "grp": None,
+                 "total": None}
                 for f in files.close()]
         for (name, grp), (n, t) in counts.items():
-            done.append({"output": name, "path": None, "rows": n, "bytes": 0, "task": task,
-                         "grp": grp, "total": t})
+            done.append({"output": name, "path": None, "rows": n, "bytes": 0, "sha256": None,
+                         "task": task, "grp": grp, "total": t})
         yield pa.RecordBatch.from_pylist(done, schema=pa.schema([
             ("output", pa.string()), ("path", pa.string()), ("rows", pa.int64()),
-            ("bytes", pa.int64()), ("task", pa.int32()), ("grp", pa.string()),
-            ("total", pa.int64())]))
+            ("bytes", pa.int64()), ("sha256", pa.string()), ("task", pa.int32()),
+            ("grp", pa.string()), ("total", pa.int64())]))
 
     return write

@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
 import secrets
@@ -153,7 +154,7 @@ class CheckpointStore:
                 f"changed. To start over with the new definition run `windowlib backfill "
                 f"{self.pipeline} --rebuild` (a new state generation).",
                 code="FINGERPRINT_MISMATCH")
-        return Commit(version, rec, self.uri)
+        return Commit(version, rec, self.uri, L.record_checksum(data))
 
     def _versions(self) -> list[int]:
         prefix = self._line_key(L.COMMITS)
@@ -165,7 +166,8 @@ class CheckpointStore:
         return sorted(out)
 
     def latest_version(self) -> int:
-        """Highest committed version (0 if none): the hint plus forward probes, else a LIST."""
+        """Highest committed version (0 if none): the hint plus forward probes, else a LIST.
+        A hint ahead of every record means a record was deleted: ``CHECKPOINT_CORRUPT``."""
         hint_raw = self.pipeline_store.read_bytes(self._line_key(L.LATEST_HINT))
         v = 0
         try:
@@ -174,26 +176,71 @@ class CheckpointStore:
             v = 0
         if v <= 0 or not self.pipeline_store.exists(self._line_key(L.commit_key(v))):
             versions = self._versions()
-            return versions[-1] if versions else 0
+            highest = versions[-1] if versions else 0
+            if v > highest:
+                raise self._missing(v, f"the latest-version hint names version {v}")
+            return highest
         while self.pipeline_store.exists(self._line_key(L.commit_key(v + 1))):
             v += 1
         return v
 
+    def _missing(self, version: int, why: str) -> StateError:
+        where = self.pipeline_store.uri_for(self._line_key(L.commit_key(version)))
+        return StateError(f"commit record {where} is missing ({why}): a published version was "
+                          "deleted. Nothing was changed; restore the record (versioning, "
+                          "backup), or start a new state generation", code="CHECKPOINT_CORRUPT")
+
+    def _check_link(self, commit: Commit, parent: Commit | None) -> None:
+        """``commit`` follows ``parent`` in the chain (``CHECKPOINT_CORRUPT`` otherwise)."""
+        if parent is None:
+            if commit.version > 1:
+                raise self._missing(commit.version - 1, f"version {commit.version} follows it")
+            return
+        link = commit.record.get("parent_checksum")
+        if link is not None and link != parent.checksum:
+            where = self.pipeline_store.uri_for(self._line_key(L.commit_key(parent.version)))
+            raise StateError(f"commit record {where} is not the one version {commit.version} "
+                             "was published on (replaced or edited): the checkpoint is damaged; "
+                             "restore the record or start a new state generation",
+                             code="CHECKPOINT_CORRUPT")
+
     def latest(self, *, check_fingerprint: bool = True) -> Commit | None:
-        """The current committed checkpoint, verified, or ``None`` for a new pipeline."""
+        """The current committed checkpoint, verified (its record, and its link to the record
+        before it), or ``None`` for a new pipeline."""
         v = self.latest_version()
-        return self._read_commit(v, check=check_fingerprint) if v else None
+        if not v:
+            return None
+        head = self._read_commit(v, check=check_fingerprint)
+        if head is None:       # removed between the listing and the read
+            raise self._missing(v, "it was listed a moment ago")
+        self._check_link(head, self._read_commit(v - 1, check=False) if v > 1 else None)
+        return head
 
     def get(self, version: int, *, check_fingerprint: bool = False) -> Commit | None:
         return self._read_commit(version, check=check_fingerprint)
 
     def history(self, limit: int | None = None) -> list[Commit]:
         """Committed versions, newest first (fingerprints not enforced: history may span
-        definitions)."""
-        versions = self._versions()[::-1]
+        definitions). The chain is verified over what is read: versions contiguous, each
+        record linked to the one before (``CHECKPOINT_CORRUPT`` otherwise)."""
+        versions = self._versions()
+        if versions and versions[-1] != len(versions):
+            missing = next(i for i, v in enumerate(versions, start=1) if v != i)
+            raise self._missing(missing, f"versions up to {versions[-1]} exist")
+        versions = versions[::-1]
         if limit is not None:
-            versions = versions[:limit]
-        return [c for v in versions if (c := self._read_commit(v, check=False)) is not None]
+            versions = versions[:limit + 1]      # one more: the link of the oldest shown
+        commits = []
+        for v in versions:
+            commit = self._read_commit(v, check=False)
+            if commit is None:
+                raise self._missing(v, "it was listed a moment ago")
+            commits.append(commit)
+        for newer, older in itertools.pairwise(commits):
+            self._check_link(newer, older)
+        if commits and commits[-1].version == 1:
+            self._check_link(commits[-1], None)
+        return commits if limit is None else commits[:limit]
 
     def find_run(self, run_id: str, limit: int = 50) -> Commit | None:
         """The commit made by ``run_id`` among the ``limit`` newest, if any (idempotent retries)."""
@@ -268,6 +315,7 @@ class CheckpointStore:
             "version": staging.version, "generation": staging.generation,
             "fingerprint": self.fingerprint, "run_id": staging.run_id,
             "parent_version": staging.parent.version if staging.parent else None,
+            "parent_checksum": staging.parent.checksum if staging.parent else None,
             "staging": staging.key,
             "prefixes": {n: staging.key_for(n) for n in names},
             "ephemeral": sorted(set(record.ephemeral) & set(names)),
@@ -301,7 +349,7 @@ class CheckpointStore:
         with contextlib.suppress(StateError):  # best effort: only a hint for latest_version()
             self.pipeline_store.write_bytes(self._line_key(L.LATEST_HINT),
                                             json.dumps({"version": version}).encode())
-        return Commit(version, L.decode_record(data, key), self.uri)
+        return Commit(version, L.decode_record(data, key), self.uri, L.record_checksum(data))
 
     # -- generations (rebuilds) -------------------------------------------------------------
 
@@ -353,7 +401,9 @@ class CheckpointStore:
         version = head.version + 1 if head else 1
         body = {k: v for k, v in last.record.items() if k != "checksum"}
         body.update({"kind": "generation", "version": version, "run_id": run_id,
-                     "parent_version": head.version if head else None, "line": line._line,
+                     "parent_version": head.version if head else None,
+                     "parent_checksum": head.checksum if head else None,
+                     "line": line._line,
                      "line_version": last.version, "created_at": _now_iso()})
         return self._publish(version, body, None)
 

@@ -16,7 +16,9 @@ Layout of one pipeline under the checkpoint root (``{root}/{pipeline}/``)::
 Invariants: a staged prefix is visible only once a commit record naming it exists; records are
 never rewritten; every record carries ``format_version``, the definition fingerprint and a
 SHA-256 ``checksum`` of its canonical JSON body, so truncation or corruption is detected
-(``CHECKPOINT_CORRUPT``) rather than misread.
+(``CHECKPOINT_CORRUPT``) rather than misread. Records form a chain: each names its
+predecessor's checksum (``parent_checksum``; records written before chains existed have none),
+and versions of a line are contiguous from 1, so a deleted or swapped record is detected too.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from windowlib.core.errors import StateError
 
 __all__ = [
     "FORMAT_VERSION", "commit_key", "decode_record", "encode_record", "generation_prefix",
-    "parse_commit_key", "staging_prefix",
+    "parse_commit_key", "record_checksum", "staging_prefix",
 ]
 
 FORMAT_VERSION = 1
@@ -119,3 +121,9 @@ def decode_record(data: bytes, where: str) -> dict[str, Any]:
         raise StateError(f"commit record {where} lacks {missing}; {hint}",
                          code="CHECKPOINT_CORRUPT")
     return full
+
+
+def record_checksum(data: bytes) -> str:
+    """The ``checksum`` of a record already verified by ``decode_record`` (what the next
+    record's ``parent_checksum`` names)."""
+    return str(json.loads(data.decode("utf-8"))["checksum"])

@@ -24,6 +24,7 @@ class Commit:
     version: int
     record: Mapping[str, Any]
     pipeline_uri: str
+    checksum: str | None = None     # of the record's bytes (the next record links to it)
 
     generation = property(lambda self: int(self.record["generation"]))
     fingerprint = property(lambda self: str(self.record["fingerprint"]))
