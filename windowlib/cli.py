@@ -1,4 +1,5 @@
-"""``windowlib`` command line: ``run``, ``status``, ``backfill``, ``validate``, ``report``, ``gc``.
+"""``windowlib`` command line: ``run``, ``status``, ``backfill``, ``validate``, ``report``,
+``verify``, ``gc``.
 
 Pipelines are looked up in the registry (``jobs.registry``, or the module named by
 ``WINDOWLIB_REGISTRY``); locations derive from ``--root`` (default: the registry's
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from windowlib.core.errors import EXIT_FAILED, EXIT_OK, WindowlibError, exit_code
+from windowlib.core.errors import EXIT_FAILED, EXIT_OK, StateError, WindowlibError, exit_code
 from windowlib.state.uri import Uri
 
 
@@ -63,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     common(report)
     report.add_argument("--out", help="output HTML path (default: under the root)")
 
+    verify = sub.add_parser("verify", help="check the whole checkpoint and the published "
+                            "outputs: commit chain, every file's size and checksum")
+    common(verify)
+
     gc = sub.add_parser("gc", help="remove uncommitted leftovers and state snapshots beyond "
                         "retention from the checkpoint")
     common(gc)
@@ -95,6 +100,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _report(args, job, root)
     if args.command == "validate":
         return _validate(args, job, root)
+    if args.command == "verify":
+        return _verify(args, ops.verify_job(job, root))
     if args.command == "gc":
         grace = ops.GC_GRACE_HOURS if args.grace_hours is None else args.grace_hours
         return _gc(args, ops.gc_job(job, root, grace_hours=grace, retain_versions=args.retain))
@@ -173,6 +180,19 @@ def _emit(args: argparse.Namespace, data: dict[str, Any]) -> int:
             runs.add_row(*(str(v) for v in run.values()))
         console.print(runs)
     return 0
+
+
+def _verify(args: argparse.Namespace, report: Any) -> int:
+    data = report.to_dict()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(f"{data['pipeline']}: {'intact' if report.ok else 'DAMAGED'} — "
+              f"{data['versions']} version(s), {data['files']} file(s), {data['bytes']} bytes "
+              "checked")
+        for problem in data["problems"]:
+            print(f"  - {problem}", file=sys.stderr)
+    return EXIT_OK if report.ok else exit_code(StateError("damaged", code="CHECKPOINT_CORRUPT"))
 
 
 def _gc(args: argparse.Namespace, done: dict[str, Any]) -> int:

@@ -151,3 +151,24 @@ def test_damaged_objects_on_s3_are_refused_too(spark, moto_s3):
         assert code_of(next_run(job, root, spark)) == "CHECKPOINT_CORRUPT"
         cs.pipeline_store.delete([layout.commit_key(2)])
         assert code_of(lambda: read_firings(output, spark=spark)) == "CHECKPOINT_CORRUPT"
+
+
+def test_verify_reports_every_damaged_object_and_exits_non_zero(spark, tmp_path, lake, capsys):
+    from windowlib import cli
+
+    _, cs, _ = lake
+    args = ["verify", "--pipeline", "clickstream_demo", "--root", tmp_path.as_uri(), "--json"]
+    assert cli.main(args) == 0
+    intact = json.loads(capsys.readouterr().out)
+    assert intact["ok"] and intact["versions"] == 2 and intact["files"] >= 4
+    flipped = local(frame_file(cs, "firings", 1))
+    data = bytearray(flipped.read_bytes())
+    data[-100] ^= 0x01                               # same size: only the checksum sees it
+    flipped.write_bytes(bytes(data))
+    gone = local(frame_file(cs, "state"))
+    gone.unlink()
+    assert cli.main(args) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert not report["ok"] and len(report["problems"]) == 2
+    assert any(flipped.name in p and "checksum" in p for p in report["problems"])
+    assert any(gone.name in p and "missing" in p for p in report["problems"])

@@ -237,6 +237,16 @@ def gc_job(job: Any, root: str, *, grace_hours: float = GC_GRACE_HOURS,
             "removed_objects": report.removed_objects}
 
 
+def verify_job(job: Any, root: str, *, spark: Any = None) -> Any:
+    """``runs.verify.verify_checkpoint`` for a registered job (a ``VerifyReport``)."""
+    from windowlib.engines.spark.session import get_or_create_session
+    from windowlib.runs.verify import verify_checkpoint
+
+    checkpoint, _ = job.locations(root)
+    cs = open_checkpoint(job.pipeline, checkpoint)
+    return verify_checkpoint(cs, spark or get_or_create_session())
+
+
 def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str, Any]]:
     """Committed run summaries, oldest first (for reports)."""
     checkpoint, _ = job.locations(root)
