@@ -155,7 +155,12 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("PARTITION_VALUE_INVALID", _I, USER, "a time partition value that is not ISO-8601"),
     ("SCHEMA_INVALID", _I, USER, "a source schema that cannot be parsed"),
     ("SCHEMA_REQUIRED", _I, USER, "a source needs an explicit schema"),
-    ("TIMESTAMP_INVALID", _I, USER, "the event-time column has a type that is not a timestamp"),
+    ("TIMESTAMP_INVALID", _I, USER, "a value that is not a timestamp where one is required"),
+    ("TIMESTAMP_TYPE_INVALID", _I, USER, "the event-time column's type cannot hold event times "
+     "(use a timestamp, date, integer ms or ISO string column)"),
+    ("AGGREGATE_TYPE_INVALID", _I, USER, "a declarative aggregate over a column of a type it "
+     "cannot aggregate (sum/mean of a non-numeric column)"),
+
     ("URI_INVALID", _I, USER, "a location that is not a clean file:///abs/path or "
      "s3://bucket/prefix URI"),
     # --- ExecutionError: user functions, triggers and engine steps at run time ----------------

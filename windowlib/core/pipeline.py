@@ -289,6 +289,18 @@ class Pipeline:
         """Which Spark path runs this pipeline, and why."""
         return _engine().explain(self)
 
+    def required_columns(self) -> dict[str, str]:
+        """The input columns this pipeline reads by name -> what for (``timestamp``, ``key``,
+        or the declarative aggregate that reads it). Python window functions read whatever
+        they like; only their key and timestamp columns are known."""
+        out = {self.timestamp: "timestamp", **{c: "key" for c in self.key_columns}}
+        spec = self.function
+        if spec is not None and spec.kind == "declarative":
+            for agg in spec.fn.aggregates:
+                if agg.column is not None:
+                    out.setdefault(agg.column, f"{agg.kind}({agg.column!r})")
+        return out
+
     @property
     def fingerprint(self) -> str:
         """Stable 16-hex-digit hash of ``describe()``."""

@@ -160,9 +160,14 @@ class SparkExecutor(Executor):
 
     def choose(self, pipeline: Pipeline, schema: Any, prior: PriorState | None = None
                ) -> tuple[str, tuple[str, ...]]:
-        """``(path, reasons the native path is not taken)`` for input of ``schema``."""
+        """``(path, reasons the native path is not taken)`` for input of ``schema``, after
+        checking that the input can feed the pipeline at all (``input_checks``: before any
+        data is read)."""
+        from windowlib.engines.spark.bundles import TS
+        from windowlib.engines.spark.input_checks import check_input
         from windowlib.engines.spark.planner import choose_path
 
+        check_input(pipeline, schema, event_time_given=TS in schema.fieldNames())
         saved = None
         if prior is not None and prior.kind is not None:
             saved = next((p for p, k in STATE_KINDS.items() if k == prior.kind), None)
