@@ -139,3 +139,25 @@ def test_local_json_lines_with_malformed_lines(spark, tmp_path) -> None:
         ("a", 1, 0), ("b", None, 1), (None, None, 2), ("c", 3, 3)]
     assert [r[CORRUPT_COLUMN] is not None for r in rows] == [False, True, True, False]
     assert {r["batch"] for r in rows} == {"7"}
+
+
+def test_a_ddl_schema_needs_no_spark_session_to_define_a_source(spark, tmp_path):
+    """Sources are defined where no session exists (the registry, DAG parsing): the DDL is
+    parsed when the source is first read."""
+    import subprocess
+    import sys
+
+    code = ("import windowlib as wl, sys; "
+            "s = wl.PartitionedSource('file:///tmp/x', schema='key string, ts timestamp, "
+            "value double'); print(type(s.schema).__name__); "
+            "print('pyspark.sql.session' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["str", "False"]
+    folder = tmp_path / "arrival_hour=2024-03-01T00"
+    folder.mkdir()
+    (folder / "a.csv").write_text("key,ts,value\na,2024-03-01T00:00:01,1.5\n")
+    source = PartitionedSource(f"file://{tmp_path}", format="csv",
+                               schema="key string, ts timestamp, value double")
+    rows = source.read(spark, source.list_partitions()[0].files).rows.collect()
+    assert [(r["key"], r["value"]) for r in rows] == [("a", 1.5)]

@@ -129,8 +129,9 @@ class SourceRead:
 
 @dataclass
 class PartitionedSource:
-    """Partitioned files under ``uri`` (SPEC §9). ``schema``: a ``StructType`` or DDL string;
-    ``None`` infers it (Parquet: the first readable file's footer; CSV: the header, all strings;
+    """Partitioned files under ``uri`` (SPEC §9). ``schema``: a ``StructType``, or a DDL or
+    JSON string (parsed when the source is first read: no Spark session is needed to define
+    one); ``None`` infers it (Parquet: the first readable file's footer; CSV: the header, all strings;
     JSON: required). ``order_by``: columns giving arrival order inside a bundle (default: file,
     then row index — see :attr:`arrival_order`). ``options``: CSV/JSON parser options
     (``sep``, ``quote``, ``nullValue``, ``header`` (default true), ...)."""
@@ -151,7 +152,13 @@ class PartitionedSource:
         if self.format not in FORMATS:
             raise InputError(f"format must be one of {FORMATS}, got {self.format!r}",
                              code="FORMAT_INVALID")
-        if self.schema is not None:
+        if isinstance(self.schema, str):
+            if not self.schema.strip():
+                raise InputError("schema must not be empty (a DDL or JSON string, or a "
+                                 "StructType)", code="SCHEMA_INVALID")
+            # kept as text: DDL parsing needs a Spark session, and sources are defined where
+            # there is none (the registry, DAG parsing); parsed on first use
+        elif self.schema is not None:
             self.schema = as_struct(self.schema)
         if self.format == "json" and self.schema is None:
             raise InputError("a JSON source needs a schema", code="SCHEMA_REQUIRED")
@@ -212,7 +219,7 @@ class PartitionedSource:
         """The data schema (given or inferred) followed by the partition column."""
         from pyspark.sql.types import StringType, StructField, StructType
 
-        data = self.schema or self._infer(spark, files)
+        data = as_struct(self.schema) if self.schema is not None else self._infer(spark, files)
         fields = [StructField(f.name, f.dataType, True, f.metadata)
                   for f in data.fields if f.name != self.partition]
         return StructType([*fields, StructField(self.partition, StringType(), True)])
