@@ -32,8 +32,10 @@ from windowlib.core.time import MIN_TS, timestamp_ms
 # --- admission: why an element cannot be processed --------------------------------------------
 
 # The reject checks in the order they apply (an element gets the first reason that holds):
-# its event time (missing, null, not a time), a timestamp beyond the future horizon, a null key.
-REJECT_CHECKS = ("timestamp", "future_timestamp", "missing_key")
+# its event time (missing, null, not a time), a timestamp beyond the future horizon, a null key,
+# NaN or ±inf in a column a numeric aggregate reads (PipelineLogic.finite_columns).
+REJECT_CHECKS = ("timestamp", "future_timestamp", "missing_key", "non_finite")
+_INFINITE = (float("inf"), float("-inf"))
 _MISSING = object()
 
 
@@ -67,23 +69,34 @@ def future_horizon(processing_time: int, max_future_skew_ms: int) -> int | None:
     return None if processing_time == MIN_TS else processing_time + max_future_skew_ms
 
 
+def non_finite(row: Mapping[str, Any], columns: tuple[str, ...]) -> bool:
+    """Whether one of ``columns`` of ``row`` holds NaN or ±inf."""
+    for c in columns:
+        v = row.get(c)
+        if type(v) is float and (v != v or v in _INFINITE):
+            return True
+    return False
+
+
 def reject_reason(ts_reason: str | None, ts_ms: int | None, key: tuple,
-                  horizon: int | None) -> str | None:
+                  horizon: int | None, not_finite: bool = False) -> str | None:
     """The first reject check that fails (``REJECT_CHECKS`` order), or ``None`` to process it.
 
     ``ts_reason`` is the event time's own problem (``timestamp_problem``), ``ts_ms`` the event
-    time when it has none."""
+    time when it has none, ``not_finite`` the result of ``non_finite``."""
     if ts_reason is not None:
         return ts_reason
     if horizon is not None and ts_ms is not None and ts_ms > horizon:
         return "future_timestamp"
     if None in key:
         return "missing_key"
+    if not_finite:
+        return "non_finite"
     return None
 
 
-def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int | None
-          ) -> tuple[str | None, dict, tuple, int]:
+def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int | None,
+          finite_columns: tuple[str, ...] = ()) -> tuple[str | None, dict, tuple, int]:
     """``(reason, row, key, ts_ms)`` of a plain-Python element (``reason`` is ``None`` when it
     is processed). Non-mapping elements are ``schema_mismatch``."""
     if type(row) is not dict:
@@ -99,7 +112,8 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
         key: tuple = (row.get(key_columns[0]),)
     else:
         key = tuple(row.get(c) for c in key_columns)
-    return reject_reason(reason, ts, key, horizon), row, key, ts
+    bad = bool(finite_columns) and non_finite(row, finite_columns)
+    return reject_reason(reason, ts, key, horizon, bad), row, key, ts
 
 
 # --- the clocks of a run's bundles ------------------------------------------------------------

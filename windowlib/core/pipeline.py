@@ -332,6 +332,14 @@ def _engine() -> DataFrameEngine:
     return _ENGINES[0]
 
 
+def _finite_columns(spec: FunctionSpec | None) -> tuple[str, ...]:
+    """The columns numeric declarative aggregates read (a NaN or ±inf there is a reject)."""
+    if spec is None or spec.kind != "declarative":
+        return ()
+    return tuple(dict.fromkeys(a.column for a in spec.fn.aggregates
+                               if a.kind in ("sum", "mean", "min", "max")))
+
+
 def _check_callable(fn: Any, what: str) -> None:
     if not callable(fn):
         raise DefinitionError(f"{what} needs a callable, got {fn!r}", code="ARGUMENT_INVALID")
@@ -363,6 +371,7 @@ class PipelineLogic:
     merging: bool
     fire_empty_on_time: bool
     max_future_skew_ms: int
+    finite_columns: tuple[str, ...] = ()   # read by sum/mean/min/max: NaN/±inf are rejects
 
     @property
     def retracting(self) -> bool:
@@ -396,6 +405,7 @@ class PipelineLogic:
             fire_empty_on_time=isinstance(trigger, AfterEndOfWindow) and
             trigger.fire_empty_on_time,
             max_future_skew_ms=p.max_future_skew_ms,
+            finite_columns=_finite_columns(p.function),
         )
 
     def key_argument(self, key: tuple) -> Any:

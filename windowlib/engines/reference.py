@@ -130,12 +130,12 @@ class ReferenceEngine:
                 raise InputError("processing-time windows need a processing_time on every "
                                  "bundle that has elements", code="NO_PROCESSING_TIME")
         horizon = future_horizon(p, logic.max_future_skew_ms)
-        key_columns, ts_column = logic.key_columns, logic.timestamp
+        key_columns, ts_column, finite = logic.key_columns, logic.timestamp, logic.finite_columns
         stats, walks = self.stats, self.walks
         max_event_ts = self.max_event_ts
         for element in elements:
             stats.inputs += 1
-            reason, row, key, ts = admit(element, key_columns, ts_column, horizon)
+            reason, row, key, ts = admit(element, key_columns, ts_column, horizon, finite)
             if reason is not None:
                 self.rejects.append({**row, "reason": reason})
                 stats.rejects += 1

@@ -131,10 +131,10 @@ class SourceRead:
 class PartitionedSource:
     """Partitioned files under ``uri`` (SPEC §9). ``schema``: a ``StructType``, or a DDL or
     JSON string (parsed when the source is first read: no Spark session is needed to define
-    one); ``None`` infers it (Parquet: the first readable file's footer; CSV: the header, all strings;
-    JSON: required). ``order_by``: columns giving arrival order inside a bundle (default: file,
-    then row index — see :attr:`arrival_order`). ``options``: CSV/JSON parser options
-    (``sep``, ``quote``, ``nullValue``, ``header`` (default true), ...)."""
+    one); ``None`` infers it (Parquet: the first readable file's footer; CSV: the header, all
+    strings; JSON: required). ``order_by``: columns giving arrival order inside a bundle
+    (default: file, then row index — see :attr:`arrival_order`). ``options``: CSV/JSON parser
+    options (``sep``, ``quote``, ``nullValue``, ``header`` (default true), ...)."""
 
     uri: str
     partition: str = "arrival_hour"

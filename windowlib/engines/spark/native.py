@@ -200,11 +200,18 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     missing = None
     for k in keys:
         missing = k.isNull() if missing is None else (missing | k.isNull())
+    nan = None
+    for c in logic.finite_columns:
+        if types[c].typeName() in ("float", "double"):
+            col = F.col(f"`{c}`")
+            bad = F.isnan(col) | (F.abs(col) == F.lit(float("inf")))
+            nan = bad if nan is None else (nan | bad)
     checks = {"timestamp": F.col(TREASON),
               "future_timestamp": F.when((F.col(PB) != F.lit(MIN_TS))
                                          & (F.col(TS) > F.col(PB) + F.lit(skew)),
                                          F.lit("future_timestamp")),
-              "missing_key": None if missing is None else F.when(missing, F.lit("missing_key"))}
+              "missing_key": None if missing is None else F.when(missing, F.lit("missing_key")),
+              "non_finite": None if nan is None else F.when(nan, F.lit("non_finite"))}
     reason = F.coalesce(*[checks[c] for c in REJECT_CHECKS if checks[c] is not None])
     x = x.withColumn(REASON, reason)
     sub = F.col(seq_column) if seq_column else F.lit(0).cast("long")

@@ -17,7 +17,7 @@ from typing import Any
 from windowlib.core.codec import decode, to_json
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import ExecutionError, StateError
-from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, reject_reason
+from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, non_finite, reject_reason
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
@@ -312,6 +312,7 @@ class _Walker:
         single = key_idx[0] if len(key_idx) == 1 else None
         arrivals = config.arrivals
         P = self.times.processing_times
+        finite = self.logic.finite_columns
         skew = self.logic.max_future_skew_ms
         check_every = min(CHECK_EVERY, max(1, config.max_key_state))
         seq_column = config.seq_column
@@ -377,7 +378,8 @@ class _Walker:
                     self.open_bundle(b)
                 walk.sub = seq_col[i] if seq_col is not None else walk.sub + 1
                 ts = ts_col[i]
-                reason = reject_reason(reason_col[i], ts, key, horizon)
+                reason = reject_reason(reason_col[i], ts, key, horizon,
+                                       bool(finite) and non_finite(row, finite))
                 if reason is not None:
                     self.emit_element("reject", raw, reason, None)
                     continue
