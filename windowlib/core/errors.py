@@ -154,6 +154,8 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("PARTITION_NAME_INVALID", _I, USER, "a partition column name outside [A-Za-z0-9_]+"),
     ("PARTITION_VALUE_INVALID", _I, USER, "a time partition value that is not ISO-8601"),
     ("SCHEMA_INVALID", _I, USER, "a source schema that cannot be parsed"),
+    ("SCHEMA_MISMATCH", _I, USER, "a new input file does not fit the pipeline's recorded input "
+     "schema (an incompatible type, or a column the pipeline reads is missing)"),
     ("SCHEMA_REQUIRED", _I, USER, "a source needs an explicit schema"),
     ("TIMESTAMP_INVALID", _I, USER, "a value that is not a timestamp where one is required"),
     ("TIMESTAMP_TYPE_INVALID", _I, USER, "the event-time column's type cannot hold event times "

@@ -164,7 +164,8 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     files = [SourceFile(f.path, int(f.size), str(f.etag), b.partition)
              for b in plan.bundles for f in b.files]
     say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
-    frame = source.read(spark, files).frame
+    schema, changes = _input_schema(pipeline, source, parent, files)
+    frame = source.read(spark, files, schema=schema).frame
     prior = _prior(parent, spark, settings)
     options = {} if max_key_state is None else {"max_key_state": max_key_state}
     executor = SparkExecutor(path=path, incremental=True, result_schema=result_schema,
@@ -193,8 +194,14 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
                                    settings=settings, token=staging.token)
             fault_point(CrashPoint.AFTER_STAGE)
             summary = _summary(pipeline, plan, run, staged, staging, files, started)
+            summary.schema_changes = changes
+            data = [f for f in frame.schema.fields
+                    if f.name != source.partition and not f.name.startswith("__wl_")]
+            from pyspark.sql.types import StructType
+
             details = CommitDetails({name: staged.frames[name].to_dict() for name in STAGED},
-                                    staged.state_schema.jsonValue(), run.state_kind)
+                                    staged.state_schema.jsonValue(), run.state_kind,
+                                    input_schema=StructType(data).jsonValue())
             record = RunRecord(
                 watermark_ms=run.clock.watermark, processing_time_ms=run.clock.processing_time,
                 max_event_time_ms=run.clock.max_event_ts,
@@ -212,6 +219,22 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
             raise
     finally:
         frame.unpersist()
+
+
+def _input_schema(pipeline: Pipeline, source: PartitionedSource, parent: Commit | None,
+                  files: list[SourceFile]) -> tuple[Any, list[str]]:
+    """The schema to read this run's files with: the checkpoint's recorded input schema,
+    reconciled with the new files' footers (``runs/schemas.py``: safe widenings recorded,
+    anything else ``SCHEMA_MISMATCH`` before anything is staged)."""
+    from windowlib.runs.schemas import file_schemas, reconcile
+
+    found = file_schemas(source, files)
+    recorded = CommitDetails.of(parent.extra).input_schema if parent is not None else None
+    if not found:
+        return None, []
+    from pyspark.sql.types import StructType
+
+    return reconcile(pipeline, StructType.fromJson(recorded) if recorded else None, found)
 
 
 def _check_parent(pipeline: Pipeline, parent: Commit | None, planned: int | None) -> None:

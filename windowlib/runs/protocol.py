@@ -137,18 +137,21 @@ class RunPlan:
 class CommitDetails:
     """What an incremental run records in its commit record besides the storage protocol's own
     fields (``RunRecord.extra``, its on-disk form): the staged frames (``FrameInfo`` dicts,
-    pane state included), the state's schema and format (``state_kind``), and the audit."""
+    pane state included), the state's schema and format (``state_kind``), the audit, and the
+    input schema the next run's files are checked against."""
 
     frames: dict[str, Any] = field(default_factory=dict)
     state_schema: dict[str, Any] | None = None
     state_kind: str | None = None
     validation: dict[str, Any] | None = None
     publish_on_failure: bool = False
+    input_schema: dict[str, Any] | None = None   # the source's data schema (runs/schemas.py)
 
     def to_extra(self) -> dict[str, Any]:
         return {"frames": self.frames, "state_schema": self.state_schema,
                 "state_kind": self.state_kind, "validation": self.validation,
-                "publish_on_failure": self.publish_on_failure}
+                "publish_on_failure": self.publish_on_failure,
+                "input_schema": self.input_schema}
 
     @classmethod
     def of(cls, extra: Any) -> CommitDetails:
@@ -158,4 +161,5 @@ class CommitDetails:
         return cls(dict(extra.get("frames") or {}), extra.get("state_schema"),
                    extra.get("state_kind") or ("general-keys" if extra.get("state_schema")
                                                else None),
-                   extra.get("validation"), bool(extra.get("publish_on_failure")))
+                   extra.get("validation"), bool(extra.get("publish_on_failure")),
+                   extra.get("input_schema"))

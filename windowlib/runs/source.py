@@ -215,25 +215,29 @@ class PartitionedSource:
 
     # --- reading ------------------------------------------------------------------------------
 
-    def output_schema(self, spark: Any, files: Sequence[SourceFile]) -> Any:
-        """The data schema (given or inferred) followed by the partition column."""
+    def output_schema(self, spark: Any, files: Sequence[SourceFile], data: Any = None) -> Any:
+        """The data schema (``data``, else given, else inferred) followed by the partition
+        column."""
         from pyspark.sql.types import StringType, StructField, StructType
 
-        data = as_struct(self.schema) if self.schema is not None else self._infer(spark, files)
+        if data is None:
+            data = as_struct(self.schema) if self.schema is not None else \
+                self._infer(spark, files)
         fields = [StructField(f.name, f.dataType, True, f.metadata)
                   for f in data.fields if f.name != self.partition]
         return StructType([*fields, StructField(self.partition, StringType(), True)])
 
     def read(self, spark: Any, files: Sequence[SourceFile], *,
-             parallelism: int | None = None,
-             forward_credentials: bool | None = None) -> SourceRead:
+             parallelism: int | None = None, forward_credentials: bool | None = None,
+             schema: Any = None) -> SourceRead:
         """Read exactly ``files`` (from :meth:`list_partitions`) by Spark tasks; see the module
-        docstring for the columns added and how bad files and bad rows are reported."""
+        docstring for the columns added and how bad files and bad rows are reported.
+        ``schema``: the data schema to read them with (default: given or inferred)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import LongType, StringType, StructField, StructType
 
         files = list(files)
-        schema = self.output_schema(spark, files)
+        schema = self.output_schema(spark, files, schema)
         data_fields = schema.fields[:-1]
         extra = [StructField(FILE_COLUMN, StringType(), True),
                  StructField(ROW_COLUMN, LongType(), True),

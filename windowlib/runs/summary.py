@@ -72,6 +72,7 @@ class RunSummary:
     state_entries: int = 0
     state_bytes: int = 0
     lateness_histogram: list[list[Any]] = field(default_factory=list)
+    schema_changes: list[str] = field(default_factory=list)
     validation: dict[str, Any] | None = None
     published: bool = False
     publish_on_failure: bool = False
