@@ -251,7 +251,8 @@ def _summary(pipeline: Pipeline, plan: RunPlan, run: Any, staged: Any, staging: 
     once, before anything is published)."""
     summary = RunSummary(pipeline=pipeline.name, run_id=plan.run_id, status=RunStatus.STAGED,
                          started_at=_now(), path=run.path,
-                         inputs=(run.inputs or 0) + staged.schema_rejects + len(staged.bad_files),
+                         inputs=(run.inputs or 0) + staged.schema_rejects
+                         + staged.bad_file_rows,
                          processed=staged.processed, late=staged.late, rejects=staged.rejects,
                          firings=staged.firings, firings_by_timing=staged.by_timing,
                          retractions=staged.retractions, side_outputs=staged.side_outputs,

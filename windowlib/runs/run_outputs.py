@@ -10,7 +10,8 @@ counts — no separate counting job:
 - ``late``, ``rejects``, ``firings`` (by timing; retractions apart), ``side_outputs``,
   ``state_rows``/``state_entries``: rows written to each output;
 - ``schema_rejects`` (rows that did not fit the schema) and ``bad_files`` (unreadable files,
-  one reject row each) split the rejects that never reached the engine;
+  one reject row each, with the number of input rows it stands for when the file's footer or
+  lines tell it, ``None`` when nothing can) split the rejects that never reached the engine;
 - ``lateness_histogram``: late rows by how far behind the watermark they were
   (``runs/lateness.py``).
 
@@ -39,7 +40,8 @@ __all__ = ["StagedOutputs", "routed_frame", "stage_outputs"]
 
 # counted, not written (user columns never start with ``__wl_``)
 _ORIGIN, _FILE, _ERROR, _BUCKET = "__wl_origin", "__wl_bad_file", "__wl_bad_error", "__wl_bucket"
-_INTERNAL = (_ORIGIN, _FILE, _ERROR, _BUCKET)
+_ROWS = "__wl_rows"        # input rows a reject stands for (an unreadable file: its count, -1)
+_INTERNAL = (_ORIGIN, _FILE, _ERROR, _BUCKET, _ROWS)
 WRITTEN = ("state", "firings", "late", "rejects", "side_outputs")
 
 
@@ -55,7 +57,7 @@ class StagedOutputs:
     late: int = 0
     engine_rejects: int = 0
     schema_rejects: int = 0
-    bad_files: list[dict[str, str]] = field(default_factory=list)
+    bad_files: list[dict[str, Any]] = field(default_factory=list)
     firings: int = 0
     by_timing: dict[str, int] = field(default_factory=dict)
     retractions: int = 0
@@ -65,8 +67,14 @@ class StagedOutputs:
     lateness_histogram: list[list[Any]] = field(default_factory=list)
 
     @property
+    def bad_file_rows(self) -> int:
+        """Rows of the unreadable files whose row count is known."""
+        return sum(b["rows"] for b in self.bad_files if b["rows"] is not None)
+
+    @property
     def rejects(self) -> int:
-        return self.engine_rejects + self.schema_rejects + len(self.bad_files)
+        """Rejected input rows (unreadable files count their known rows)."""
+        return self.engine_rejects + self.schema_rejects + self.bad_file_rows
 
 
 def _extras(output: str, columns: list[tuple[str, Any]], types: dict[str, Any],
@@ -84,7 +92,8 @@ def _extras(output: str, columns: list[tuple[str, Any]], types: dict[str, Any],
         return [(_BUCKET, bucket_of(cols["watermark"], event))]
     if output == "rejects":
         none = F.lit(None).cast("string")
-        return [(_ORIGIN, F.lit("engine")), (_FILE, none), (_ERROR, none)]
+        return [(_ORIGIN, F.lit("engine")), (_FILE, none), (_ERROR, none),
+                (_ROWS, F.lit(1).cast("long"))]
     return []
 
 
@@ -125,7 +134,7 @@ def _source_rejects(source_frame: Any, data_cols: Any) -> Any:
     files (one row each)."""
     from pyspark.sql import functions as F
 
-    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN
+    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN, ROW_COLUMN
 
     error, corrupt = F.col(ERROR_COLUMN), F.col(CORRUPT_COLUMN)
     types = {f.name: f.dataType for f in source_frame.schema.fields}
@@ -137,7 +146,8 @@ def _source_rejects(source_frame: Any, data_cols: Any) -> Any:
     bad_cols += [("reason", reason),
                  (_ORIGIN, F.when(ok, F.lit("schema")).otherwise(F.lit("file"))),
                  (_FILE, F.when(ok, F.lit(None).cast("string")).otherwise(F.col(FILE_COLUMN))),
-                 (_ERROR, error)]
+                 (_ERROR, error),
+                 (_ROWS, F.when(ok, F.lit(1)).otherwise(F.col(ROW_COLUMN)).cast("long"))]
     return source_frame.filter(error.isNotNull() | corrupt.isNotNull()).select(
         F.lit("rejects").alias(OUT), *route_columns("rejects", bad_cols))
 
@@ -168,7 +178,7 @@ def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
         "late": OutputSpec(uris["late"], tuple(written["late"]), schemas["late"],
                            count_by=late_by),
         "rejects": OutputSpec(uris["rejects"], tuple(written["rejects"]), schemas["rejects"],
-                              count_by=(_ORIGIN, _FILE, _ERROR)),
+                              count_by=(_ORIGIN, _FILE, _ERROR), total=_ROWS),
         "side_outputs": OutputSpec(uris["side_outputs"], tuple(written["side_outputs"]),
                                    schemas["side_outputs"]),
         # state entries: live entries per row when the state counts them (the general path's
@@ -190,14 +200,15 @@ def _figures(done: RoutedWrite, schemas: dict[str, Any], histogram: bool,
                         firings_schema=schemas["firings"])
     out.processed = done.total("stats")
     out.late = done.rows("late")
-    for (origin, path, error), (n, _) in sorted(done.counts.get("rejects", {}).items(),
-                                                key=repr):
+    for (origin, path, error), (n, rows) in sorted(done.counts.get("rejects", {}).items(),
+                                                   key=repr):
         if origin == "engine":
             out.engine_rejects += n
         elif origin == "schema":
             out.schema_rejects += n
-        else:
-            out.bad_files += [{"path": path, "reason": error} for _ in range(n)]
+        else:        # one reject row per unreadable file, standing for its rows (-1: unknown)
+            out.bad_files.append({"path": path, "reason": error,
+                                  "rows": rows if rows >= 0 else None})
     out.bad_files.sort(key=lambda b: b["path"])
     for group, (n, _) in done.counts.get("firings", {}).items():
         out.firings += n

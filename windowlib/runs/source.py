@@ -15,7 +15,9 @@ Invariants:
   carries the partition value (string), ``__wl_file`` and ``__wl_row`` (the row's index in its
   file: arrival order inside a file). A file that cannot be read (corrupt, truncated, wrong
   types, bad encoding, CSV header not matching the schema) becomes ONE row with every data column
-  null and ``__wl_error`` set to the reason; :class:`SourceRead` splits the two. A task holds
+  null, ``__wl_error`` set to the reason and ``__wl_row`` holding the file's row count when it
+  can be known (a readable Parquet footer, the lines of a text file) or -1;
+  :class:`SourceRead` splits the two. A task holds
   one file in memory at a time (so a bad file is rejected whole, never half-read).
 - CSV and JSON (JSON Lines) rows are parsed by Spark's ``from_csv``/``from_json`` in PERMISSIVE
   mode: a line that does not fit the schema keeps its parseable fields, nulls elsewhere, and its
@@ -324,6 +326,7 @@ def _make_parquet_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]],
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 arrow_path, uri, value = items[i]
+                rows = -1
                 try:
                     with filesystem.open_input_file(arrow_path) as handle:
                         table = conform(pq.read_table(handle), data_target)
@@ -331,19 +334,31 @@ def _make_parquet_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]],
                 except Exception as exc:
                     table, error = pa.table({f.name: pa.nulls(1, f.type)
                                              for f in data_target}, schema=data_target), exc
+                    rows = _footer_rows(filesystem, arrow_path)
                 n = table.num_rows
                 table = (table.append_column(target.field(len(data_target)),
                                              pa.array([value] * n, target[-4].type))
                          .append_column(target.field(len(data_target) + 1),
                                         pa.array([uri] * n, target[-3].type))
                          .append_column(target.field(len(data_target) + 2),
-                                        pa.array([-1] if error else range(n), pa.int64()))
+                                        pa.array([rows] if error else range(n), pa.int64()))
                          .append_column(target.field(len(data_target) + 3),
                                         pa.array([_reason(error) if error else None] * n,
                                                  target[-1].type)))
                 yield from table.cast(target).to_batches(max_chunksize=_BATCH)
 
     return read
+
+
+def _footer_rows(filesystem: Any, arrow_path: str) -> int:
+    """The row count in an unreadable Parquet file's footer, -1 when even that is unreadable."""
+    import pyarrow.parquet as pq
+
+    try:
+        with filesystem.open_input_file(arrow_path) as handle:
+            return int(pq.ParquetFile(handle).metadata.num_rows)
+    except Exception:
+        return -1
 
 
 def _make_line_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]], header: bool,
@@ -358,6 +373,7 @@ def _make_line_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]], hea
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 arrow_path, uri, value = items[i]
+                rows, lines = -1, []
                 try:
                     with filesystem.open_input_file(arrow_path) as handle:
                         text = handle.read().decode("utf-8")
@@ -365,17 +381,18 @@ def _make_line_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]], hea
                     lines = [ln for ln in lines if ln.strip()]
                     if header and lines:
                         got = [c.strip().strip('"') for c in lines[0].split(sep)]
+                        lines = lines[1:]
                         if got != names:
                             raise ValueError(f"CSV header {got} does not match the schema's "
                                              f"columns {names}")
-                        lines = lines[1:]
                     error = None
                 except Exception as exc:
+                    rows = len(lines) if lines else -1     # lines were read: their count holds
                     lines, error = [None], _reason(exc)
                 n = len(lines)
                 cols = [pa.array(lines, pa.string()), pa.array([value] * n, pa.string()),
                         pa.array([uri] * n, pa.string()),
-                        pa.array([-1] if error else range(n), pa.int64()),
+                        pa.array([rows] if error else range(n), pa.int64()),
                         pa.array([error] * n, pa.string())]
                 yield from pa.Table.from_arrays(cols, schema=schema).to_batches(_BATCH)
 

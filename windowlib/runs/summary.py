@@ -1,8 +1,9 @@
 """``RunSummary``: what one incremental run did, as small JSON-able data (XCom, reports, CLI).
 
-Invariant checked before anything is published: ``inputs = processed + late + rejects``
-(``inputs`` counts the rows read from the run's new files; rows of unreadable files are counted
-in ``bad_files`` instead, file by file, and also reported as rejects).
+Invariant checked before anything is published: ``inputs = processed + late + rejects``, in
+rows. An unreadable file counts its rows on both sides when its footer (or its lines) tells how
+many it had; a file whose row count cannot be known is listed in ``bad_files`` with
+``rows: None`` and counted as a file, not as rows (``lines`` states rows and files apart).
 
 A run's ``validation`` is the quality gate's JSON; ``validation_status`` reads it as ``passed``,
 ``failed``, ``off`` (the caller turned validation off) or ``not run`` (no record: a run that
@@ -67,7 +68,7 @@ class RunSummary:
     side_outputs: int = 0
     files_consumed: int = 0
     partitions: list[str] = field(default_factory=list)
-    bad_files: list[dict[str, str]] = field(default_factory=list)
+    bad_files: list[dict[str, Any]] = field(default_factory=list)
     state_rows: int = 0
     state_entries: int = 0
     state_bytes: int = 0
@@ -100,6 +101,12 @@ class RunSummary:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    def _unreadable(self) -> str:
+        unknown = sum(1 for b in self.bad_files if b.get("rows") is None)
+        rows = sum(b["rows"] for b in self.bad_files if b.get("rows") is not None)
+        return (f"{len(self.bad_files)} unreadable: {rows} rows rejected"
+                + (f", {unknown} with an unknown row count" if unknown else ""))
+
     def lines(self) -> list[str]:
         """A short human-readable summary (CLI, logs)."""
         timing = ", ".join(f"{k} {v}" for k, v in sorted(self.firings_by_timing.items()))
@@ -107,9 +114,9 @@ class RunSummary:
                + (f" version {self.version}" if self.version is not None else ""),
                f"  watermark {self.watermark or '-'}  processing time "
                f"{self.processing_time or '-'}",
-               f"  inputs {self.inputs} = processed {self.processed} + late {self.late} "
+               f"  inputs {self.inputs} rows = processed {self.processed} + late {self.late} "
                f"+ rejects {self.rejects}; files {self.files_consumed}"
-               + (f" ({len(self.bad_files)} unreadable)" if self.bad_files else ""),
+               + (f" ({self._unreadable()})" if self.bad_files else ""),
                f"  firings {self.firings}" + (f" ({timing})" if timing else "")
                + (f", retractions {self.retractions}" if self.retractions else ""),
                f"  state {self.state_rows} keys, {self.state_entries} entries, "
