@@ -109,16 +109,16 @@ def test_a_location_that_holds_files_is_refused(spark, tmp_path):
 def test_run_outputs_have_the_columns_of_the_public_frames(spark):
     from windowlib.engines.spark.general import run_general
     from windowlib.runs.run_outputs import routed_frame
-    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN
+    from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN, FILE_COLUMN, ROW_COLUMN
 
     p = (wl.Pipeline("routing_cols", timestamp="ts").key_by("key")
          .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
          .allowed_lateness(wl.Time.minutes(5))
          .aggregate(agg.sum("value").alias("total"), agg.count()))
     df = spark.createDataFrame(
-        [("a", 1_000, 1, 0, "f", None, None)],
+        [("a", 1_000, 1, 0, "f", 0, None, None)],
         f"key string, ts long, value long, arrival long, {FILE_COLUMN} string, "
-        f"{ERROR_COLUMN} string, {CORRUPT_COLUMN} string")
+        f"{ROW_COLUMN} long, {ERROR_COLUMN} string, {CORRUPT_COLUMN} string")
     run = run_general(p, df.drop(ERROR_COLUMN, CORRUPT_COLUMN), "arrival", emit_state=True,
                       persist=False)
     outputs = run.outputs("r1")
