@@ -95,7 +95,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     job = ops.get_job(args.pipeline)
     root = str(Uri.parse(args.root)) if args.root else ops.default_root()
     if args.command == "status":
-        return _emit(args, ops.job_status(job, root))
+        status = ops.job_status(job, root)
+        shown = _emit(args, status)
+        if "error_code" in status:     # a damaged or unreachable checkpoint is not "fine"
+            print(f"windowlib status: {status['error']}", file=sys.stderr)
+            return exit_code(StateError(status["error"], code=status["error_code"]))
+        return shown
     if args.command == "report":
         return _report(args, job, root)
     if args.command == "validate":

@@ -77,3 +77,20 @@ def test_missing_bucket_and_bad_credentials_have_codes(seaweed_s3):
         wrong.read_bytes("a.json")
     assert err.value.code in ("S3_CREDENTIALS_INVALID", "S3_ACCESS_DENIED")
     assert "wrong-secret" not in str(err.value)
+
+
+def test_status_with_wrong_credentials_exits_non_zero_and_hides_the_secret(seaweed_s3, capsys):
+    """``windowlib status`` used to print the error and exit 0 on refused credentials."""
+    from s3_servers import use_env
+
+    from windowlib import cli
+
+    bucket = seaweed_s3.create_bucket("status")
+    env = {**seaweed_s3.env(), "AWS_SECRET_ACCESS_KEY": "wrong-secret-value"}
+    with use_env(env):
+        code = cli.main(["status", "--pipeline", "clickstream_demo", "--root",
+                         f"s3://{bucket}/lake"])
+    out = capsys.readouterr()
+    assert code == 1
+    assert "S3_CREDENTIALS_INVALID" in out.err or "S3_ACCESS_DENIED" in out.err
+    assert "wrong-secret-value" not in out.out + out.err

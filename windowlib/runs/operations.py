@@ -186,8 +186,8 @@ def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
     cs = open_checkpoint(job.pipeline, checkpoint)
     try:
         head = cs.latest()
-    except StateError as exc:
-        return {"pipeline": job.name, "error": f"[{exc.code}] {exc}"}
+    except StateError as exc:     # shown, and the CLI exits with the error's code
+        return {"pipeline": job.name, "error": str(exc), "error_code": exc.code}
     if head is None:
         return {"pipeline": job.name, "version": None, "checkpoint": checkpoint,
                 "output": output, "runs": []}
