@@ -7,8 +7,10 @@ manifest is published by the same single commit-record write as the state):
   consumed, one JSON object per line);
 - every ``compact_every`` commits the run instead writes a **full** snapshot
   (``<staging>/_manifest/full.jsonl.gz`` = previous snapshot + all deltas since + this run);
-- the commit record's ``manifest`` field is ``{"base": key | None, "deltas": [keys], "files": n}``,
-  so loading the manifest reads at most ``compact_every`` small files, whatever the history.
+- the commit record's ``manifest`` field is ``{"base": key | None, "deltas": [keys], "files": n,
+  "sha256": {key: checksum}}``, so loading the manifest reads at most ``compact_every`` small
+  files, whatever the history, and a damaged or swapped manifest file is ``CHECKPOINT_CORRUPT``
+  (records written before checksums existed have none; their files are loaded unchecked).
 
 A file counts as consumed when its path, size and ETag (S3) or mtime (files) match a manifest
 entry; a path seen before with a different identity was rewritten and is reported as new.
@@ -17,6 +19,7 @@ entry; a path seen before with a different identity was rewritten and is reporte
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
@@ -72,12 +75,13 @@ class Manifest:
     """The consumed files of one committed version (path -> entry)."""
 
     def __init__(self, entries: Iterable[FileEntry] = (), *, base: str | None = None,
-                 deltas: tuple[str, ...] = ()) -> None:
+                 deltas: tuple[str, ...] = (), sums: dict[str, str] | None = None) -> None:
         self._by_path: dict[str, FileEntry] = {}
         for e in entries:
             self._by_path[e.path] = e
         self.base = base
         self.deltas = deltas
+        self.sums = dict(sums or {})      # manifest file key -> SHA-256 of its bytes
 
     def __len__(self) -> int:
         return len(self._by_path)
@@ -106,14 +110,24 @@ class Manifest:
             return cls()
         base = ref.get("base")
         deltas = tuple(ref.get("deltas") or ())
+        sums = ref.get("sha256") or {}
         entries: list[FileEntry] = []
         for key in ([base] if base else []) + list(deltas):
             data = store.read_bytes(key)
             if data is None:
                 raise StateError(f"input manifest {store.uri_for(key)} named by the commit "
                                  "record is missing", code="CHECKPOINT_CORRUPT")
+            if key in sums and hashlib.sha256(data).hexdigest() != sums[key]:
+                raise StateError(f"input manifest {store.uri_for(key)} does not match the "
+                                 "checksum its commit record holds (damaged or replaced)",
+                                 code="CHECKPOINT_CORRUPT")
             entries.extend(_decode(data, store.uri_for(key)))
-        return cls(entries, base=base, deltas=deltas)
+        manifest = cls(entries, base=base, deltas=deltas, sums=sums)
+        if sums and len(manifest) != ref.get("files"):
+            raise StateError(f"the input manifest of {store.uri_for(base or deltas[0])} holds "
+                             f"{len(manifest)} files, its commit record says {ref.get('files')}",
+                             code="CHECKPOINT_CORRUPT")
+        return manifest
 
     def stage(self, store: ObjectStore, staging_key: str, files: Iterable[FileEntry],
               version: int, compact_every: int = 16) -> dict[str, Any]:
@@ -127,8 +141,13 @@ class Manifest:
         total.update((f.path, f) for f in new)
         if len(self.deltas) + 1 >= compact_every or (self.base is None and not self.deltas):
             key = f"{staging_key}/{FULL_NAME}"
-            store.write_bytes(key, _encode(sorted(total.values(), key=lambda e: e.path)))
-            return {"base": key, "deltas": [], "files": len(total)}
+            data = _encode(sorted(total.values(), key=lambda e: e.path))
+            store.write_bytes(key, data)
+            return {"base": key, "deltas": [], "files": len(total),
+                    "sha256": {key: hashlib.sha256(data).hexdigest()}}
         key = f"{staging_key}/{DELTA_NAME}"
-        store.write_bytes(key, _encode(new))
-        return {"base": self.base, "deltas": [*self.deltas, key], "files": len(total)}
+        data = _encode(new)
+        store.write_bytes(key, data)
+        sums = {k: v for k, v in self.sums.items() if k in (self.base, *self.deltas)}
+        return {"base": self.base, "deltas": [*self.deltas, key], "files": len(total),
+                "sha256": {**sums, key: hashlib.sha256(data).hexdigest()}}
