@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from windowlib.core.codec import decode, encode
@@ -179,8 +179,10 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
     table, json_columns, elements, mismatched = bundles_to_table(pipeline, bundles)
     df = spark.createDataFrame(table).coalesce(1)   # tiny: one partition, no shuffle
     choice = choose_path(pipeline, path, df.schema, json_columns=json_columns)
+    value = _decoder(json_columns)
     if choice.path == "native":
-        return _run_native(pipeline, df, overrides, finalize, watermark, elements, mismatched)
+        return _run_native(pipeline, df, overrides, finalize, watermark, elements, mismatched,
+                           value)
     kwargs = {} if max_key_state is None else {"max_key_state": max_key_state}
     try:
         run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
@@ -191,10 +193,6 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
         reraise(exc)
     out = out.cast(_naive_schema(out.schema))
     tagged = out.to_pylist()
-    json_set = set(json_columns)
-
-    def value(c: str, v: Any) -> Any:
-        return decode(json.loads(v)) if c in json_set and v is not None else v
 
     def key_of(r: dict) -> tuple:
         return tuple(value(c, r[c]) for c in logic.key_columns)
@@ -231,9 +229,19 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
     return firings, late, rejects
 
 
+def _decoder(json_columns: Sequence[str]) -> Callable[[str, Any], Any]:
+    """``value(column, v)``: a collected value as given (JSON-carried columns decoded)."""
+    json_set = frozenset(json_columns)
+
+    def value(c: str, v: Any) -> Any:
+        return decode(json.loads(v)) if c in json_set and v is not None else v
+
+    return value
+
+
 def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
-                watermark: WatermarkStrategy | None, elements: list, mismatched: list
-                ) -> tuple[list, list, list]:
+                watermark: WatermarkStrategy | None, elements: list, mismatched: list,
+                value: Callable[[str, Any], Any]) -> tuple[list, list, list]:
     """The native path's outputs, collected (test-only) into the reference format."""
     from windowlib.engines.spark.native import ORDER_N, PHASE, RORDER, SUB, run_native
 
@@ -274,7 +282,7 @@ def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
         firings.append(f)
 
     def element(r: dict) -> dict:
-        return {c: r[_EL + c] for c in elements[r[B]][r[SUB]]}
+        return {c: value(c, r[_EL + c]) for c in elements[r[B]][r[SUB]]}
 
     late = [{**element(r), "reason": r["reason"]}
             for r in sorted(late_rows, key=lambda r: (r[B], r[SUB]))]
