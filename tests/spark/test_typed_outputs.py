@@ -5,8 +5,11 @@ a function's ``result_schema``, side outputs on every entry point (one-shot resu
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import sys
+from collections.abc import Iterator
+from decimal import Decimal
 
 import pytest
 from pyspark import cloudpickle
@@ -60,3 +63,157 @@ def test_late_and_rejected_datetimes_equal_the_reference_records(spark, path, fu
     assert got_late == late
     assert got_rejects == rejects
     assert isinstance(got_late[0]["at"], dt.datetime)
+
+
+# --- typed results ------------------------------------------------------------------------------
+
+class Stats(wl.ProcessWindowFunction):
+    result_schema = "n long, s double"
+
+    def process(self, key, context, elements):
+        yield {"n": len(elements), "s": sum(e["value"] for e in elements)}
+
+
+@dataclasses.dataclass
+class Detail:
+    n: int
+    values: list[int]
+    by_parity: dict[str, int]
+    first: dt.datetime | None
+    day: dt.date
+    ratio: Decimal
+    where: tuple[float, ...]
+
+
+class Details(wl.ProcessWindowFunction):
+    def process(self, key, context, elements) -> Iterator[Detail]:
+        values = [e["value"] for e in elements]
+        yield Detail(len(values), values,
+                     {"even": sum(v % 2 == 0 for v in values), "odd": sum(v % 2 for v in values)},
+                     min(e["at"] for e in elements), dt.date(2024, 3, 10),
+                     Decimal(sum(values)) / 4, (0.5, float(len(values))))
+
+
+class Big(wl.ProcessWindowFunction):
+    """A typed side output and an untyped one (values of any plain type: JSON on Spark)."""
+
+    result_schema = "n long"
+    big = wl.OutputTag("big", schema="key string, n long, at timestamp")
+
+    def process(self, key, context, elements):
+        context.output(self.big, {"key": key, "n": len(elements), "at": elements[0]["at"]})
+        context.output("audit", (key, context.pane.index, elements[-1]["at"]))
+        yield {"n": len(elements)}
+
+
+class WrongType(wl.ProcessWindowFunction):
+    result_schema = "n long, s double"
+
+    def process(self, key, context, elements):
+        yield {"n": len(elements), "s": "many" if key == "b" else 1.0}
+
+
+def typed_bundles() -> list[Bundle]:
+    at = [BASE + dt.timedelta(minutes=m, microseconds=7) for m in range(12)]
+    return [
+        Bundle([{"key": "a", "ts": at[0], "value": 1, "at": at[0]},
+                {"key": "b", "ts": at[1], "value": 2, "at": at[1]},
+                {"key": "a", "ts": at[2], "value": 3, "at": at[2]}]),
+        Bundle([{"key": "a", "ts": at[6], "value": 4, "at": at[6]},
+                {"key": "b", "ts": at[11], "value": 5, "at": at[11]}]),
+        Bundle([{"key": "a", "ts": at[3], "value": 6, "at": at[3]}]),
+    ]
+
+
+@pytest.mark.parametrize("function", [Stats, Details, Big])
+def test_declared_results_on_spark_equal_the_reference(spark, function):
+    p = P().allowed_lateness(wl.Time.minutes(10)).process(function())
+    kwargs = dict(finalize=True, with_late=True, with_side_outputs=True)
+    want = run_bundles(p, typed_bundles(), engine="reference", **kwargs)
+    got = run_bundles(p, typed_bundles(), engine="spark", **kwargs)
+    assert sorted(map(repr, got[0])) == sorted(map(repr, want[0]))
+    assert got[1] == want[1]
+    assert {t: sorted(map(repr, v)) for t, v in got[2].items()} == \
+        {t: sorted(map(repr, v)) for t, v in want[2].items()}
+
+
+def test_a_value_that_does_not_fit_fails_on_spark_as_on_the_reference(spark):
+    p = P().process(WrongType())
+    errors = []
+    for engine in ("reference", "spark"):
+        with pytest.raises(wl.ExecutionError) as info:
+            run_bundles(p, typed_bundles(), engine=engine, finalize=True)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    assert "field 's'" in errors[0] and "key 'b'" in errors[0]
+
+
+def frame_of(spark, bundles: list[Bundle]):
+    rows = [{**e, "arrival": b} for b, bundle in enumerate(bundles) for e in bundle.elements]
+    return spark.createDataFrame(rows, "key string, ts timestamp, value long, at timestamp, "
+                                       "arrival int")
+
+
+def test_one_shot_results_are_typed_columns_and_side_outputs_dataframes(spark):
+    result = P().process(Big()).run(frame_of(spark, typed_bundles()), arrival="arrival",
+                                    finalize=True)
+    assert result.firings.columns[-1] == "n"
+    assert dict(result.firings.dtypes)["n"] == "bigint"
+    big = result.side_output("big")
+    assert big.dtypes == [("key", "string"), ("n", "bigint"), ("at", "timestamp")]
+    want = run_bundles(P().process(Big()), typed_bundles(), finalize=True,
+                       with_side_outputs=True)[1]
+    assert sorted(tuple(r) for r in big.collect()) == \
+        sorted(tuple(v.values()) for v in want["big"])
+    audit = result.side_output(wl.OutputTag("audit"))
+    assert audit.columns == ["value_json"] and audit.count() == len(want["audit"])
+    assert result.side_output("nothing").count() == 0
+    result.unpersist()
+
+
+def test_the_native_path_has_no_side_outputs(spark):
+    result = P().aggregate(agg.count()).run(frame_of(spark, typed_bundles()),
+                                            arrival="arrival", finalize=True)
+    assert result.path == "native"
+    assert result.side_output("big").count() == 0
+    assert run_bundles(P().aggregate(agg.count()), typed_bundles(), engine="spark",
+                       with_side_outputs=True)[1] == {}
+
+
+# --- incremental runs ---------------------------------------------------------------------------
+
+def test_incremental_runs_write_typed_results_and_side_outputs(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from windowlib.runs.outputs import read_firings, read_side_outputs
+
+    bundles = typed_bundles()
+    schema = pa.schema([("key", pa.string()), ("ts", pa.timestamp("us")),
+                        ("value", pa.int64()), ("at", pa.timestamp("us"))])
+    hours = [f"2024-03-10T{12 + b:02d}" for b in range(len(bundles))]
+    for hour, bundle in zip(hours, bundles):
+        folder = tmp_path / "events" / f"arrival_hour={hour}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(list(bundle.elements), schema=schema),
+                       folder / "part-0.parquet")
+    p = P("typed_incremental").allowed_lateness(wl.Time.minutes(10)).process(Big())
+    where = {"source": wl.PartitionedSource(f"file://{tmp_path}/events",
+                                            partition="arrival_hour"),
+             "checkpoint": f"file://{tmp_path}/checkpoints", "output": f"file://{tmp_path}/out"}
+    for hour in hours:
+        assert wl.run_incremental(p, partitions=(hour, hour), spark=spark,
+                                  **where).status == "published"
+    firings = read_firings(where["output"], spark=spark)
+    assert dict(firings.dtypes)["n"] == "bigint" and "result_json" not in firings.columns
+    big = read_side_outputs(where["output"], spark=spark, tag="big")
+    assert big.dtypes == [("key", "string"), ("n", "bigint"), ("at", "timestamp")]
+    hourly = [Bundle(b.elements, processing_time=BASE + dt.timedelta(hours=i + 1))
+              for i, b in enumerate(bundles)]
+    want, side = run_bundles(p, hourly, with_side_outputs=True)
+    assert sorted((r["key"], r["n"]) for r in firings.collect()) == \
+        sorted((r["key"], r["n"]) for r in want)
+    assert sorted(tuple(r) for r in big.collect()) == \
+        sorted(tuple(v.values()) for v in side["big"])
+    audit = read_side_outputs(where["output"], spark=spark, tag="audit")
+    assert audit.columns == ["value_json"] and audit.count() == len(side["audit"])
