@@ -55,9 +55,8 @@ def run_bundles(pipeline: Pipeline, bundles: Sequence[Bundle], engine: str = "re
     if engine == "spark":
         from windowlib.engines.spark.testing import run_bundles_on_spark
 
-        firings, late, rejects = run_bundles_on_spark(pipeline, bundles, finalize=finalize,
-                                                      watermark=watermark)
-        side: dict = {}   # not collected on Spark yet
+        firings, late, rejects, side = run_bundles_on_spark(
+            pipeline, bundles, finalize=finalize, watermark=watermark, with_side_outputs=True)
     else:
         firings, late, rejects, side = _run_reference(pipeline, bundles, finalize, watermark)
     out: list[Any] = [firings]

@@ -171,6 +171,18 @@ def test_one_shot_results_are_typed_columns_and_side_outputs_dataframes(spark):
     result.unpersist()
 
 
+def test_yield_hints_type_the_columns(spark):
+    result = P().process(Details()).run(frame_of(spark, typed_bundles()), arrival="arrival",
+                                        finalize=True)
+    assert result.firings.dtypes[-7:] == [
+        ("n", "bigint"), ("values", "array<bigint>"), ("by_parity", "map<string,bigint>"),
+        ("first", "timestamp"), ("day", "date"), ("ratio", "decimal(38,18)"),
+        ("where", "array<double>")]
+    want = run_bundles(P().process(Details()), typed_bundles(), finalize=True)
+    assert sorted(r["n"] for r in result.firings.collect()) == sorted(r["n"] for r in want)
+    result.unpersist()
+
+
 def test_the_native_path_has_no_side_outputs(spark):
     result = P().aggregate(agg.count()).run(frame_of(spark, typed_bundles()),
                                             arrival="arrival", finalize=True)
