@@ -96,7 +96,7 @@ def test_a_hint_without_a_column_type_is_a_definition_error():
         n: int
         what: object
 
-    with pytest.raises(wl.DefinitionError, match="Bad.what"):
+    with pytest.raises(wl.DefinitionError, match=r"Bad\.what"):
         from_class(Bad)
 
 
