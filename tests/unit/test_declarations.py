@@ -141,3 +141,12 @@ def test_a_value_that_does_not_fit_names_its_field(row, path, detail):
 def test_not_null_fields_refuse_none():
     with pytest.raises(Mismatch, match="NOT NULL"):
         parse_ddl("n long NOT NULL").conform({})
+
+
+def test_a_spark_struct_type_declares_through_its_simple_string():
+    class StructTypeLike:             # what pyspark's StructType offers (no JVM needed)
+        def simpleString(self):
+            return "struct<n:bigint,tags:array<string>,m:map<string,decimal(10,2)>>"
+
+    assert declared(StructTypeLike()) == parse_ddl(
+        "n long, tags array<string>, m map<string, decimal(10, 2)>")

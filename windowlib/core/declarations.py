@@ -2,7 +2,8 @@
 
 - a DDL string in Spark's syntax: ``"n long, s double"`` (``name type`` or ``name: type``
   pairs; ``array<T>``, ``map<K, V>``, ``struct<name: T, ...>``, ``decimal(p, s)``,
-  ``varchar(n)``, ``NOT NULL``, ``COMMENT '...'``), or ``"struct<n: long, s: double>"``;
+  ``varchar(n)``, ``NOT NULL``, ``COMMENT '...'``), or ``"struct<n: long, s: double>"``
+  (a Spark ``StructType`` is read through its ``simpleString()``);
 - a dataclass or ``TypedDict`` class: its type hints give the fields (``from_class``);
 - the return hint of ``process``/``apply``: ``Iterator[Stats]`` (``Iterable``, ``Generator``,
   ``list``...) of such a class (``yielded_type``).
@@ -34,11 +35,14 @@ _ALIASES = {"bool": "boolean", "tinyint": "byte", "smallint": "short", "integer"
 
 def declared(value: Any, what: str = "result_schema") -> Struct | None:
     """The ``Struct`` a declaration describes (a DDL string, a dataclass or ``TypedDict``
-    class, or a ``Struct``); ``None`` for ``None``. ``what`` names it in errors."""
+    class, a Spark ``StructType``, or a ``Struct``); ``None`` for ``None``. ``what`` names it
+    in errors."""
     if value is None or isinstance(value, Struct):
         return value
     if isinstance(value, str):
         return _parse_cached(value, what)
+    if callable(getattr(value, "simpleString", None)):     # a Spark StructType, duck-typed
+        return _parse_cached(value.simpleString(), what)
     if _is_row_class(value):
         return _class_cached(value, what)
     raise DefinitionError(f"{what} must be a DDL string such as 'n long, s double', a "

@@ -69,12 +69,8 @@ def _declarative_type(agg: Any, input_types: Mapping[str, Any]) -> Any:
 def with_result_schema(pipeline: Pipeline, result_schema: Any) -> Pipeline:
     """``pipeline`` with the result columns a run declares (``run_dataframe(result_schema=...)``:
     DDL, a dataclass / ``TypedDict`` class, or a Spark ``StructType``); same fingerprint."""
-    if result_schema is None:
-        return pipeline
-    if not isinstance(result_schema, str | type):
-        result_schema = result_schema.simpleString()     # a StructType
     spec = pipeline.function
-    if spec is None:
+    if result_schema is None or spec is None:
         return pipeline
     return dataclasses.replace(pipeline, function=spec.with_result_schema(result_schema),
                                _compiled=[])
