@@ -54,6 +54,7 @@ COST_S: dict[str, float] = {
     "tests/airflow/test_dag_spark_submit.py": 90,     # one spark-submit application
     "tests/docs/test_docs_examples.py": 105,
     "tests/spark/test_incremental.py": 100,
+    "tests/spark/test_typed_outputs.py": 110,
     "tests/spark/test_incremental_native.py": 110,
     "tests/state/test_state_objectstore.py": 80,
     "tests/unit/test_snapshot_restore.py": 70,

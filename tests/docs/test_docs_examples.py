@@ -89,8 +89,10 @@ SPARK = [e for e in EXAMPLES if e.spark]
 
 
 def run_example(example: Example) -> None:
-    # leading newlines keep tracebacks' line numbers equal to the Markdown file's
-    code = compile("\n" * (example.line - 1) + example.code, str(example.path), "exec")
+    # leading newlines keep tracebacks' line numbers equal to the Markdown file's; the block
+    # runs as its own file would (not under this module's ``from __future__`` imports)
+    code = compile("\n" * (example.line - 1) + example.code, str(example.path), "exec",
+                   dont_inherit=True)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(code, {"__name__": "docs_example"})

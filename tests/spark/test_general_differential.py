@@ -31,6 +31,23 @@ class Collect(wl.ProcessWindowFunction):
                "key_seen": key}
 
 
+class TypedCollect(wl.ProcessWindowFunction):
+    """Declared result columns, a typed side output and an untyped one."""
+
+    result_schema = "values array<long>, total double, index long, key_seen string"
+    high = wl.OutputTag("high", schema="key string, value long, window_end long")
+
+    def process(self, key, context, elements):
+        for e in elements:
+            if e["value"] > 15:
+                context.output(self.high, {"key": key, "value": e["value"],
+                                           "window_end": context.window.end})
+        context.output("panes", (key, context.pane.index, str(context.pane.timing)))
+        yield {"values": [e["value"] for e in elements],
+               "total": sum(e["value"] for e in elements), "index": context.pane.index,
+               "key_seen": key}
+
+
 class Stateful(wl.ProcessWindowFunction):
     """Per-window and per-key state, as a process function sees it."""
 
@@ -177,6 +194,10 @@ PIPELINES = {
     .reduce(add_values, WithMax()),
     "aggregate_fn_with_process": lambda: P().window(wl.TumblingEventTimeWindows.of(10))
     .allowed_lateness(10).aggregate(Average(), WithMax()),
+    "typed_process_with_side_outputs": lambda: P().window(wl.SlidingEventTimeWindows.of(20, 10))
+    .trigger(wl.EventTimeTrigger.after_end_of_window()
+             .with_early_trigger(wl.CountTrigger.at_least(3)))
+    .allowed_lateness(15).process(TypedCollect()),
     "stateful_process": lambda: P().window(wl.SlidingEventTimeWindows.of(20, 10))
     .trigger(wl.EventTimeTrigger.after_end_of_window()
              .with_early_trigger(wl.CountTrigger.at_least(3)))
@@ -223,7 +244,8 @@ def grouped(firings: list[dict], keys: tuple) -> dict:
 
 def assert_same(pipeline: wl.Pipeline, bundles: list[Bundle], finalize: bool,
                 watermark=None) -> tuple:
-    kwargs = dict(finalize=finalize, with_late=True, with_rejects=True, watermark=watermark)
+    kwargs = dict(finalize=finalize, with_late=True, with_rejects=True, watermark=watermark,
+                  with_side_outputs=True)
     ref = run_bundles(pipeline, bundles, engine="reference", **kwargs)
     got = run_bundles(pipeline, bundles, engine="spark", **kwargs)
     keys = pipeline.key_columns
@@ -231,6 +253,9 @@ def assert_same(pipeline: wl.Pipeline, bundles: list[Bundle], finalize: bool,
     assert sorted(map(repr, got[0])) == sorted(map(repr, ref[0]))
     assert got[1] == ref[1]
     assert got[2] == ref[2]
+    # side outputs: the same values per tag (order across keys is not part of the contract)
+    assert {t: sorted(map(repr, v)) for t, v in got[3].items()} == \
+        {t: sorted(map(repr, v)) for t, v in ref[3].items()}
     return ref
 
 

@@ -177,7 +177,10 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
      "merged window already late)"),
     ("OUTPUT_UNKNOWN", _X, FAILED, "internal: a row routed to an undeclared output"),
     ("RESULT_COLUMN_CONFLICT", _X, FAILED, "a window function returned a column windowlib sets"),
-    ("RESULT_SCHEMA_MISMATCH", _X, FAILED, "rows of a Python function do not fit result_schema"),
+    ("RESULT_SCHEMA_MISMATCH", _X, FAILED, "a result row or side output value of a Python "
+     "function does not fit its declared type (names field, key and window)"),
+    ("SIDE_OUTPUT_UNDECLARED", _X, USER, "context.output got a tag with a schema that the "
+     "function does not declare as an attribute"),
     ("TIMER_LOOP", _X, FAILED, "a trigger keeps registering timers at or before the current "
      "time"),
     # --- StateError: checkpoints, snapshots, outputs, object stores ---------------------------

@@ -6,24 +6,32 @@ elements)`` and ``WindowFunction.apply(key, window, elements)`` (a plain callabl
 Elements are row dicts; ``key`` is the key value (a tuple for several key columns, ``None``
 for ``window_all``).
 
-``FunctionSpec`` is the frozen configuration a ``Pipeline`` holds; ``FunctionRunner`` is the
-logic the driver calls: it keeps a pane's *contents* (an accumulator, or a list of
-``TimestampedValue`` when the function needs every element or an evictor is present) and turns
-contents into result rows (dicts) at a firing.
+``FunctionSpec`` is the frozen configuration a ``Pipeline`` holds; ``core/runner.py``'s
+``FunctionRunner`` is the logic the driver calls.
+
+Declared types (``core/schema.py``, read by ``core/declarations.py``): the function producing
+the rows declares them with a ``result_schema`` attribute (DDL such as ``"n long, s double"``,
+or a dataclass / ``TypedDict`` class) or with the return hint of ``process``/``apply``
+(``Iterator[Stats]`` of a dataclass or ``TypedDict``); a side output's type comes from an
+``OutputTag(name, schema=...)`` held as an attribute of the function (Flink declares tags as
+fields too). The runner conforms declared rows and values, on every engine; a value that does
+not fit is ``ExecutionError(RESULT_SCHEMA_MISMATCH)`` naming the field, the key and the window.
+Functions that declare nothing keep their rows as they are (engines carry them as JSON text).
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
 
-from windowlib.core.aggregates import AggregateSet
-from windowlib.core.codec import decode, encode
-from windowlib.core.errors import ExecutionError
-from windowlib.core.evictors import TimestampedValue
+from windowlib.core.declarations import declared, yielded_type
+from windowlib.core.errors import DefinitionError
+from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pane import PaneInfo
+from windowlib.core.schema import Struct
 from windowlib.core.state import StateDescriptor
 
 
@@ -47,8 +55,11 @@ class AggregateFunction:
 class ProcessWindowFunction:
     """``process(key, context, elements)`` is called at every firing with the pane's elements
     (or the single pre-aggregated result when combined with ``reduce``/``aggregate``) and
-    returns an iterable of rows (dicts; other values become a ``result`` column).
-    ``clear(context)`` is called when the window is cleaned up."""
+    returns an iterable of rows (dicts or dataclass instances; other values become a
+    ``result`` column). ``clear(context)`` is called when the window is cleaned up.
+    ``result_schema`` declares the rows' columns (see the module docstring)."""
+
+    result_schema: ClassVar[Any] = None
 
     def process(self, key: Any, context: Context, elements: list) -> Iterable[Any]:
         raise NotImplementedError
@@ -58,7 +69,10 @@ class ProcessWindowFunction:
 
 
 class WindowFunction:
-    """``apply(key, window, elements) -> iterable`` (Flink's ``WindowFunction``)."""
+    """``apply(key, window, elements) -> iterable`` (Flink's ``WindowFunction``);
+    ``result_schema`` as for ``ProcessWindowFunction``."""
+
+    result_schema: ClassVar[Any] = None
 
     def apply(self, key: Any, window: Any, elements: list) -> Iterable[Any]:
         raise NotImplementedError
@@ -66,9 +80,25 @@ class WindowFunction:
 
 @dataclass(frozen=True)
 class OutputTag:
-    """Names a side output (``context.output(tag, value)``)."""
+    """Names a side output (``context.output(tag, value)``). ``schema`` (DDL, a dataclass or a
+    ``TypedDict`` class) types its values; such a tag must be an attribute of the function
+    (``big = wl.OutputTag("big", schema="key string, n long")``) so engines know its columns
+    before the run. Values of tags without a schema are kept as they are (JSON text on
+    Spark)."""
 
     name: str
+    schema: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise DefinitionError(f"an OutputTag needs a non-empty name, got {self.name!r}",
+                                  code="ARGUMENT_INVALID")
+        declared(self.schema, f"the schema of side output {self.name!r}")
+
+    @property
+    def row_type(self) -> Struct | None:
+        """The declared type of this tag's values (``None``: untyped)."""
+        return declared(self.schema, f"the schema of side output {self.name!r}")
 
 
 PENDING_MERGE = "\x00merge:"  # per-window state values waiting to be merged into one
@@ -109,8 +139,10 @@ class Context:
         return descriptor.handle(self._driver.global_state)
 
     def output(self, tag: OutputTag | str, value: Any) -> None:
-        """Emit ``value`` to the side output ``tag``."""
-        self._driver.sink.side_output(tag.name if isinstance(tag, OutputTag) else str(tag), value)
+        """Emit ``value`` to the side output ``tag`` (conformed to the tag's declared type)."""
+        driver = self._driver
+        name, value = driver.logic.runner.side_value(tag, value, driver.key_arg, self.window)
+        driver.sink.side_output(name, value)
 
 
 @dataclass(frozen=True)
@@ -121,6 +153,9 @@ class FunctionSpec:
     fn: Any
     process_fn: Any = None
     initial: Any = None
+    # a run's own declaration of the result columns (``run_dataframe(result_schema=...)``);
+    # it types the output only, so it is not part of ``describe()`` (nor the fingerprint)
+    result_schema: Any = field(default=None, compare=False)
 
     @property
     def incremental(self) -> bool:
@@ -146,131 +181,78 @@ class FunctionSpec:
             return self.fn.output_names
         return None
 
-
-def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
-    if items is None:
-        return []
-    if isinstance(items, dict) or not isinstance(items, Iterable):
-        raise ExecutionError(f"{what} must return an iterable of rows, got "
-                             f"{type(items).__name__}", code="FUNCTION_FAILED")
-    return [dict(r) if isinstance(r, dict) else {"result": r} for r in items]
-
-
-def _single(value: Any) -> dict:
-    return dict(value) if isinstance(value, dict) else {"result": value}
-
-
-class FunctionRunner:
-    """Executes a ``FunctionSpec`` for the driver. Pane contents are ``None`` when empty."""
-
-    def __init__(self, spec: FunctionSpec, buffered: bool) -> None:
-        self.spec = spec
-        self.buffered = buffered or not spec.incremental
-        self._create, self._add, self._merge, self._result = self._incremental_ops(spec)
-        if not self.buffered:
-            create, add = self._create, self._add
-
-            def add_incremental(contents: Any, row: dict, ts_ms: int) -> Any:
-                return add(create() if contents is None else contents, row, ts_ms)
-
-            self.add = add_incremental  # type: ignore[method-assign]
-
-    @staticmethod
-    def _incremental_ops(spec: FunctionSpec) -> tuple[Callable, Callable, Callable, Callable]:
-        fn = spec.fn
-        if spec.kind == "declarative":
-            agg: AggregateSet = fn
-            return agg.create_accumulator, agg.add, agg.merge, agg.get_result
-        if spec.kind == "aggregate":
-            return (fn.create_accumulator, lambda acc, row, ts: fn.add(row, acc), fn.merge,
-                    fn.get_result)
-        if spec.kind == "reduce":
-            reduce_fn = getattr(fn, "reduce", fn)
-            return (lambda: None,
-                    lambda acc, row, ts: dict(row) if acc is None else reduce_fn(acc, row),
-                    lambda a, b: b if a is None else a if b is None else reduce_fn(a, b),
-                    lambda acc: acc)
-        if spec.kind == "fold":
-            fold_fn = getattr(fn, "fold", fn)
-            return (lambda: copy.deepcopy(spec.initial), lambda acc, row, ts: fold_fn(acc, row),
-                    None, lambda acc: acc)
-        return (None, None, None, None)  # type: ignore[return-value]
-
-    # --- contents -------------------------------------------------------------------------
-    def add(self, contents: Any, row: dict, ts_ms: int) -> Any:
-        if self.buffered:
-            if contents is None:
-                return [TimestampedValue(row, ts_ms)]
-            contents.append(TimestampedValue(row, ts_ms))
-            return contents
-        return self._add(self._create() if contents is None else contents, row, ts_ms)
-
-    def merge(self, a: Any, b: Any) -> Any:
-        if a is None:
-            return b
-        if b is None:
-            return a
-        if self.buffered:
-            return [*a, *b]
-        return self._merge(a, b)
-
-    def aggregate_elements(self, elements: list[TimestampedValue]) -> Any:
-        acc = self._create()
-        for e in elements:
-            acc = self._add(acc, e.value, e.timestamp)
-        return acc
-
-    # --- results --------------------------------------------------------------------------
-    def results(self, key: Any, window: Any, context: Context, contents: Any) -> list[dict]:
-        """Result rows for one firing. ``contents`` is an accumulator, or the element list
-        (after ``evict_before``) when buffered; ``None`` for an empty pane."""
-        spec = self.spec
-        if spec.kind == "apply":
-            values = [e.value for e in contents or ()]
-            apply = getattr(spec.fn, "apply", spec.fn)
-            return _rows(apply(key, window, values), "the window function")
-        if spec.kind == "process":
-            values = [e.value for e in contents or ()]
-            return _rows(spec.fn.process(key, context, values), "process()")
-        if self.buffered:
-            acc = self.aggregate_elements(contents or [])
-        else:
-            acc = self._create() if contents is None else contents
-        if spec.kind == "reduce" and acc is None:
-            result = None
-        else:
-            result = self._result(acc)
-        if spec.process_fn is not None:
-            given = [] if result is None and spec.kind == "reduce" else [result]
-            return _rows(spec.process_fn.process(key, context, given), "process()")
-        if result is None and spec.kind == "reduce":
-            return [{}]
-        return [_single(result)]
-
+    # --- declared types (not part of describe(): they type outputs, not state) --------------
     @property
-    def needs_clear(self) -> bool:
-        """False when ``clear`` would do nothing (no function, or the inherited no-op
-        ``ProcessWindowFunction.clear``), so the driver need not build a context for it."""
-        clear = self._clear_fn()
-        return clear is not None and getattr(clear, "__func__", None) is not \
-            ProcessWindowFunction.clear
+    def producer(self) -> Any:
+        """The function whose rows become the results (``None`` for declarative aggregates,
+        which engines type themselves)."""
+        if self.process_fn is not None:
+            return self.process_fn
+        return None if self.kind == "declarative" else self.fn
 
-    def _clear_fn(self) -> Any:
-        target = self.spec.fn if self.spec.kind == "process" else self.spec.process_fn
-        return getattr(target, "clear", None)
+    @cached_property
+    def result_type(self) -> Struct | None:
+        """The declared type of result rows (see the module docstring), or ``None``."""
+        target = self.producer
+        if self.result_schema is not None:
+            out = declared(self.result_schema)
+        elif target is None:
+            return None
+        elif getattr(target, "result_schema", None) is not None:
+            out = declared(target.result_schema, f"{function_name(target)}.result_schema")
+        else:
+            method = getattr(target, "process", None) or getattr(target, "apply", None) \
+                or (target if self.kind == "apply" else None)
+            out = None if method is None else yielded_type(method)
+        reserved = sorted(set(out.names) & RESERVED_COLUMNS) if out is not None else []
+        if reserved:
+            raise DefinitionError(f"the declared result columns {reserved} are set by "
+                                  "windowlib itself; rename them", code="ARGUMENT_INVALID")
+        return out
 
-    def clear(self, key: Any, context: Context) -> None:
-        clear = self._clear_fn()
-        if clear is not None:
-            clear(context)
+    @cached_property
+    def side_types(self) -> Mapping[str, Struct]:
+        """Typed side outputs: tag name -> type, from ``OutputTag`` attributes (of the class
+        or the instance) of the functions that declare a ``schema``."""
+        out: dict[str, Struct] = {}
+        for target in (self.fn, self.process_fn):
+            for value in _attributes(target):
+                if isinstance(value, OutputTag) and value.schema is not None and \
+                        out.setdefault(value.name, value.row_type) != value.row_type:
+                    raise DefinitionError(f"side output {value.name!r} is declared with two "
+                                          "schemas", code="ARGUMENT_INVALID")
+        return out
 
-    # --- snapshots ------------------------------------------------------------------------
-    def encode_contents(self, contents: Any) -> Any:
-        if self.buffered:
-            return [[encode(e.value), e.timestamp] for e in contents]
-        return encode(contents)
+    def check(self) -> None:
+        """Read every declaration now (``DefinitionError`` where the pipeline is built)."""
+        _ = self.result_type, self.side_types
 
-    def decode_contents(self, data: Any) -> Any:
-        if self.buffered:
-            return [TimestampedValue(decode(v), int(ts)) for v, ts in data]
-        return decode(data)
+    def with_result_schema(self, schema: Any) -> FunctionSpec:
+        """This spec with the result columns declared by a run (``schema``: DDL, or a
+        dataclass / ``TypedDict`` class); a function that declares other columns is a
+        ``DefinitionError``."""
+        given = declared(schema)
+        mine = self.result_type
+        if mine is not None and given != mine:
+            raise DefinitionError(f"result_schema {schema!r} differs from the columns the "
+                                  f"function declares ({mine.columns_ddl()}); declare them once",
+                                  code="ARGUMENT_INVALID")
+        spec = dataclasses.replace(self, result_schema=given)
+        spec.check()
+        return spec
+
+
+def function_name(target: Any) -> str:
+    """A function's qualified name, for messages."""
+    if target is None:
+        return "the declarative aggregates"
+    return getattr(target, "__qualname__", None) or type(target).__qualname__
+
+
+def _attributes(target: Any) -> list[Any]:
+    """Attribute values of ``target``'s classes and of the instance itself (no descriptors
+    are called)."""
+    if target is None:
+        return []
+    values = [v for cls in type(target).__mro__ for v in vars(cls).values()]
+    return values + list(getattr(target, "__dict__", {}).values())

@@ -9,7 +9,12 @@ ordered anywhere else.
   aggregate; Python functions: ``result_json`` unless a result schema is given).
 - **late**: the element's columns, ``reason`` (``too_late``), ``watermark`` (the one it met).
 - **rejects**: the element's columns and ``reason``.
-- **side_outputs**: key columns, ``tag``, ``value_json``, ``watermark``, ``processing_time``.
+- **side_outputs**: key columns, ``tag``, ``value_json``, ``value_typed`` (only when a tag of
+  the pipeline declares a schema), ``watermark``, ``processing_time``. A value of a tag declared
+  with a schema is in ``value_typed``, a struct with one field per typed tag (named by the tag;
+  the others null); every other value is ``value_json`` (``codec`` JSON text).
+  ``side_output_columns(tag, fields)`` gives one tag's values as columns (``side_output(tag)``
+  on a one-shot result, ``read_side_outputs(output, tag=...)``).
 
 Inside engines, window bounds and clocks are epoch milliseconds (``TIME_COLUMNS``); outputs
 carry them as timestamps (null while a clock is -inf, and at the end of a finalized input).
@@ -27,7 +32,7 @@ RETRACT = "retract"
 CLOCK_COLUMNS = ("watermark", "processing_time")
 RUN_ID = "run_id"
 REASON = "reason"
-TAG, VALUE_JSON = "tag", "value_json"
+TAG, VALUE_JSON, VALUE_TYPED = "tag", "value_json", "value_typed"
 RESULT_JSON = "result_json"
 
 RESERVED_COLUMNS = frozenset((*WINDOW_COLUMNS, *PANE_COLUMNS, RETRACT, *CLOCK_COLUMNS, RUN_ID))
@@ -38,6 +43,7 @@ METADATA_TYPES = {
     "timing": "string", "is_final": "boolean", "retract": "boolean",
     "watermark": "timestamp", "processing_time": "timestamp", "run_id": "string",
     "reason": "string", "tag": "string", "value_json": "string", "result_json": "string",
+    "value_typed": "struct",
 }
 
 
@@ -49,6 +55,7 @@ class OutputColumns:
     elements: tuple[str, ...]
     results: tuple[str, ...]
     retracting: bool = False
+    typed_tags: tuple[str, ...] = ()     # side outputs declared with a schema
 
     @property
     def firings(self) -> tuple[str, ...]:
@@ -65,10 +72,17 @@ class OutputColumns:
 
     @property
     def side_outputs(self) -> tuple[str, ...]:
-        return (*self.keys, TAG, VALUE_JSON, *CLOCK_COLUMNS)
+        typed = (VALUE_TYPED,) if self.typed_tags else ()
+        return (*self.keys, TAG, VALUE_JSON, *typed, *CLOCK_COLUMNS)
 
     def of(self, output: str) -> tuple[str, ...]:
         """The columns of ``output`` (one of ``OUTPUTS``)."""
         if output not in OUTPUTS:
             raise KeyError(output)
         return getattr(self, output)
+
+
+def side_output_columns(fields: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The columns of one side output's values: the fields of its declared type, or
+    ``value_json`` when it has none (``fields`` is ``None``)."""
+    return (VALUE_JSON,) if fields is None else fields

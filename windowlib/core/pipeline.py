@@ -20,7 +20,8 @@ from windowlib.core.assigners import GlobalWindows, WindowAssigner
 from windowlib.core.describe import describe_value
 from windowlib.core.errors import DefinitionError, InputError
 from windowlib.core.evictors import CountEvictor, Evictor
-from windowlib.core.functions import FunctionRunner, FunctionSpec, OutputTag
+from windowlib.core.functions import FunctionSpec, OutputTag
+from windowlib.core.runner import FunctionRunner
 from windowlib.core.time import duration_ms
 from windowlib.core.triggers import CountTrigger, PurgingTrigger, Trigger
 from windowlib.core.triggers.dsl import ACCUMULATION_MODES, DslTrigger
@@ -173,6 +174,7 @@ class Pipeline:
         if self.function is not None:
             raise DefinitionError(f"pipeline {self.name!r} already has a window function "
                                   f"({self.function.kind})", code="FUNCTION_ALREADY_SET")
+        spec.check()    # declared result and side output types
         return self._with(function=spec)
 
     def reduce(self, fn: Any, process_fn: Any = None) -> Pipeline:

@@ -10,7 +10,7 @@ another checkpoint is refused with ``OUTPUT_IN_USE``.)
 - ``read_firings(output)``: every firing row of every committed run (with ``run_id``).
 - ``read_latest(output)``: the last firing per window — the rows of its highest pane index,
   dropped when that pane was retracted (a session window merged away).
-- ``read_late(output)``, ``read_rejects(output)``, ``read_side_outputs(output)``.
+- ``read_late(output)``, ``read_rejects(output)``, ``read_side_outputs(output, tag=None)``.
 """
 
 from __future__ import annotations
@@ -119,9 +119,16 @@ def read_rejects(output: str, **kwargs: Any) -> Any:
     return read_output(output, "rejects", **kwargs)
 
 
-def read_side_outputs(output: str, **kwargs: Any) -> Any:
-    """``context.output(tag, value)`` values (``value_json``), in committed runs."""
-    return read_output(output, "side_outputs", **kwargs)
+def read_side_outputs(output: str, tag: str | None = None, **kwargs: Any) -> Any:
+    """``context.output(tag, value)`` values in committed runs: every row (key columns,
+    ``tag``, ``value_json``, ``value_typed`` when a tag declares a schema, clocks), or with
+    ``tag`` that tag's values alone (its declared columns, else ``value_json``)."""
+    frame = read_output(output, "side_outputs", **kwargs)
+    if tag is None:
+        return frame
+    from windowlib.engines.spark.outputs import side_values
+
+    return side_values(frame, tag)
 
 
 def read_latest(output: str, **kwargs: Any) -> Any:

@@ -7,8 +7,8 @@ from windowlib.core.outputs import RESULT_JSON
 
 __all__ = ["ABSENT", "CHECK_EVERY", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "FLUSH_ROWS",
            "FORMAT", "KIND", "NEXT_ET", "NEXT_PT", "PHASE", "PHASE_ELEMENTS", "PHASE_FINISH",
-           "PHASE_TIMERS_PT", "PHASE_TIMERS_WM", "REASON", "RESULT_JSON", "SIZE", "SRC",
-           "STATE", "SUB", "VALUE", "B", "N"]
+           "PHASE_TIMERS_PT", "PHASE_TIMERS_WM", "REASON", "RESULT_JSON", "SIDE_TYPED", "SIZE",
+           "SRC", "STATE", "SUB", "VALUE", "B", "N"]
 
 DEFAULT_MAX_KEY_STATE = 5_000_000
 CHECK_EVERY = 4096
@@ -20,4 +20,5 @@ ELEMENT, REASON = "__wl_element", "__wl_reason"
 STATE, NEXT_ET, NEXT_PT, SIZE, FORMAT = ("__wl_state", "__wl_next_et", "__wl_next_pt",
                                          "__wl_size", "__wl_format")
 VALUE, SRC = "__wl_value", "__wl_src"
+SIDE_TYPED = "__wl_side_typed"   # values of side outputs declared with a schema (a struct)
 ABSENT = "__wl_absent"   # test hook: array<string> of columns absent from the element

@@ -15,10 +15,14 @@ DataFrames (nothing persisted; ``unpersist()`` is a no-op):
   windows), ``pane_index``, ``timing`` (EARLY/ON_TIME/LATE), ``is_final``, ``retract`` (in
   ``accumulating_and_retracting`` mode), ``watermark`` and ``processing_time`` at the firing
   (TimestampType; null while unknown, i.e. -inf, and at the end of a finalized input, +inf),
-  ``run_id``, then the result columns: typed for declarative aggregates, ``result_json`` for
-  Python window functions unless ``result_schema`` is given (see ``general.py``).
+  ``run_id``, then the result columns: typed for declarative aggregates and for Python window
+  functions that declare their rows (a ``result_schema`` attribute, yield hints, or
+  ``result_schema=`` here), ``result_json`` for Python functions that declare nothing (see
+  ``general.py``).
 - ``late``: the element's columns, ``reason`` (``too_late``) and the ``watermark`` it met.
 - ``rejects``: the element's columns and ``reason``.
+- ``side_output(tag)``: the values ``context.output`` sent to ``tag`` (typed when the tag
+  declares a schema, else ``value_json``).
 
 Errors raised inside Spark tasks (a user function failing, ``KEY_STATE_LIMIT``) surface when an
 output is first computed, as Spark's ``PythonException`` whose message carries the windowlib
@@ -32,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from windowlib.core.functions import OutputTag
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import EngineRun, TimePolicy
@@ -43,8 +48,9 @@ from windowlib.engines.spark.planner import explain_choice, plan_path
 
 @dataclass
 class SparkRunResult:
-    """``firings``, ``late`` and ``rejects`` DataFrames of one run (see the module docstring);
-    ``run`` is the executor's account (``engines.base.EngineRun``)."""
+    """``firings``, ``late`` and ``rejects`` DataFrames of one run and its side outputs
+    (``side_output(tag)``; see the module docstring); ``run`` is the executor's account
+    (``engines.base.EngineRun``)."""
 
     firings: Any
     late: Any
@@ -73,15 +79,21 @@ class SparkRunResult:
     def native(self) -> Any:
         return self.run.detail if self.run.path == "native" else None
 
+    def side_output(self, tag: OutputTag | str) -> Any:
+        """The values ``context.output`` sent to ``tag`` (a name or an ``OutputTag``), as a
+        DataFrame: the columns of the tag's declared schema, or ``value_json`` (``codec``
+        JSON text) for a tag declared without one. A tag that got no values gives no rows."""
+        return self.run.outputs.side_output(tag.name if isinstance(tag, OutputTag) else tag)
+
     def unpersist(self) -> None:
-        """Release the cached tagged output the three DataFrames are read from (general path;
-        the native path caches nothing)."""
+        """Release the cached tagged output the DataFrames are read from (general path; the
+        native path caches nothing)."""
         self.run.outputs.unpersist()
 
 
 def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
                   watermark: WatermarkStrategy | None = None, finalize: bool = False,
-                  order_by: Sequence[str] | str | None = None, result_schema: str | None = None,
+                  order_by: Sequence[str] | str | None = None, result_schema: Any = None,
                   *, processing_time: Any = None, arrival_interval: Any = None,
                   bundles: Mapping[Any, Any] | None = None,
                   max_key_state: int = DEFAULT_MAX_KEY_STATE,
@@ -95,7 +107,9 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
     - ``finalize``: end of input after the last bundle (every window fires and is cleaned up).
     - ``order_by``: arrival order inside a bundle (e.g. an ingestion sequence number);
       default ascending event time, ties broken by a hash of the whole row (SPEC §1).
-    - ``result_schema``: DDL of the result columns of a Python window function.
+    - ``result_schema``: the result columns of a Python window function (DDL, a dataclass or
+      ``TypedDict`` class), for functions that do not declare them themselves (a function's
+      own ``result_schema`` attribute is the usual place).
     - ``processing_time``: the run's logical time for bundles whose arrival value is not a time,
       or a mapping arrival value -> processing time. Time-valued arrivals default to the end of
       their interval (``core.partitions``; ``arrival_interval`` gives the length when the value

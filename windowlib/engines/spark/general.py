@@ -30,12 +30,18 @@ grows beyond ``max_key_state`` entries (buffered elements + open windows; checke
 thousand elements) fails the run with ``ExecutionError(KEY_STATE_LIMIT)`` naming the key and
 the limit, instead of exhausting the Python worker.
 
-**Result columns.** For declarative aggregates (``aggregate(wl.aggregates.sum(...), ...)``
-without a process function) the result columns are typed from the input schema. For Python
-window functions the result row is emitted as a JSON string ``result_json``
-(``json.dumps(codec.encode(row))``, so any plain-data result survives); pass
-``result_schema`` (a DDL string such as ``"total long, label string"``) to get typed columns
-instead (values are converted by Arrow; a value that does not fit fails with a clear error).
+**Result columns** (``result_types.py``). For declarative aggregates
+(``aggregate(wl.aggregates.sum(...), ...)`` without a process function) the result columns are
+typed from the input schema. A Python window function that declares its rows (a
+``result_schema`` attribute, yield hints, or ``result_schema=`` of the run; ``core/schema.py``)
+gets those columns: the core conforms every row before the walker sees it, so a value that
+does not fit fails exactly as on the reference engine (``RESULT_SCHEMA_MISMATCH`` naming field,
+key and window). Functions that declare nothing get a JSON string ``result_json``
+(``codec.to_json(row)``, so any plain-data result survives).
+
+**Side outputs.** ``context.output`` values go to the ``side_outputs`` rows: a tag declared
+with a schema (``OutputTag(name, schema=...)`` as an attribute of the function) in the struct
+column ``value_typed`` (one field per typed tag), any other in ``value_json``.
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from windowlib.engines.spark.columns import (
     PHASE_TIMERS_WM,
     REASON,
     RESULT_JSON,
+    SIDE_TYPED,
     SIZE,
     SRC,
     STATE,
@@ -84,7 +91,11 @@ from windowlib.engines.spark.columns import (
     N,
 )
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
-from windowlib.engines.spark.result_types import result_fields
+from windowlib.engines.spark.result_types import (
+    result_fields,
+    spark_type,
+    with_result_schema,
+)
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
 from windowlib.engines.spark.walker import WalkConfig, make_walker, naive_type
 
@@ -107,6 +118,7 @@ class GeneralRun:
     element_columns: tuple[str, ...]
     emit_state: bool = False
     persisted: bool = False
+    typed_tags: tuple[str, ...] = ()  # side outputs with a declared schema
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """The run's outputs (``outputs.py``): one part over the tagged frame, routed by its
@@ -115,7 +127,7 @@ class GeneralRun:
         from pyspark.sql import functions as F
 
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
-                              self.retracting)
+                              self.retracting, self.typed_tags)
         route = None
         for kind, output in KIND_OUTPUTS.items():
             cond = F.col(KIND) == F.lit(kind)
@@ -145,12 +157,15 @@ class GeneralRun:
 # tagged kind -> output; public columns stored under internal names
 KIND_OUTPUTS = {"firing": "firings", "late": "late", "reject": "rejects",
                 "side": "side_outputs", "state": "state", "stats": "stats"}
-_INTERNAL = {"reason": REASON, "tag": REASON, "value_json": VALUE}
+_INTERNAL = {"reason": REASON, "tag": REASON, "value_json": VALUE, "value_typed": SIDE_TYPED}
 
 
 # --- schema ---------------------------------------------------------------------------------
 
-def tagged_schema(key_fields: list, result: list, retracting: bool, element: Any) -> Any:
+def tagged_schema(key_fields: list, result: list, retracting: bool, element: Any,
+                  side_typed: Any = None) -> Any:
+    """The walker's output rows; ``side_typed``: the struct of typed side output values (one
+    field per tag declared with a schema), when there are any."""
     from pyspark.sql import types as T
 
     fields = [T.StructField(KIND, T.StringType(), False),
@@ -176,6 +191,8 @@ def tagged_schema(key_fields: list, result: list, retracting: bool, element: Any
                T.StructField(NEXT_PT, T.LongType(), True),
                T.StructField(SIZE, T.LongType(), True),
                T.StructField(VALUE, T.StringType(), True)]
+    if side_typed is not None:
+        fields.append(T.StructField(SIDE_TYPED, side_typed, True))
     return T.StructType(fields)
 
 
@@ -209,7 +226,7 @@ def _default_order(df: Any, user_columns: Sequence[str]) -> list:
 
 def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                 watermark: WatermarkStrategy | None = None, finalize: bool = False,
-                order_by: Sequence[str] | str | None = None, result_schema: str | None = None,
+                order_by: Sequence[str] | str | None = None, result_schema: Any = None,
                 processing_time: Any = None, arrival_interval: Any = None,
                 overrides: Mapping[Any, BundleTimes] | None = None,
                 max_key_state: int = DEFAULT_MAX_KEY_STATE,
@@ -233,6 +250,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    pipeline = with_result_schema(pipeline, result_schema)
     logic = pipeline.compile()
     strategy = watermark if watermark is not None else BoundedOutOfOrderness(0)
     clock = clock if clock is not None else RunClock()
@@ -258,12 +276,15 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     types = {f.name: f.dataType for f in schema.fields}
     json_set = set(json_columns)
     typed_inputs = {c: t for c, t in types.items() if c not in json_set}
-    mode, result = result_fields(pipeline, typed_inputs, result_schema)
+    mode, result = result_fields(pipeline, typed_inputs)
     # the driver never lets a result overwrite a key column (KeyDriver._row); neither do we
     result = [f for f in result if f.name not in logic.key_column_set]
     key_fields = [T.StructField(c, types[c], True) for c in logic.key_columns]
     element = T.StructType([T.StructField(c, types[c], True) for c in user_columns])
-    out_schema = tagged_schema(key_fields, result, logic.retracting, element)
+    side_types = logic.runner.side_types
+    side_typed = T.StructType([T.StructField(tag, spark_type(t), True)
+                               for tag, t in side_types.items()]) if side_types else None
+    out_schema = tagged_schema(key_fields, result, logic.retracting, element, side_typed)
 
     order: list = []
     if order_by is not None:
@@ -310,7 +331,8 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
         finalize=finalize, user_columns=tuple(user_columns), json_columns=tuple(json_set),
         seq_column=seq_column, has_absent=ABSENT in prepared.columns,
         result_mode=mode, result_names=tuple(f.name for f in result),
-        max_key_state=max_key_state, out_schema_json=out_schema.json(), large_types=large,
+        typed_tags=tuple(side_types), max_key_state=max_key_state,
+        out_schema_json=out_schema.json(), large_types=large,
         has_state=has_state, emit_state=emit_state,
         initial_processing_time=clock.processing_time)
     tagged = arranged.mapInArrow(make_walker(config), out_schema)
@@ -319,7 +341,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     return GeneralRun(tagged=tagged, plan=plan, key_columns=logic.key_columns,
                       result_columns=tuple(f.name for f in result), result_mode=mode,
                       retracting=logic.retracting, element_columns=tuple(user_columns),
-                      emit_state=emit_state, persisted=persist)
+                      emit_state=emit_state, persisted=persist, typed_tags=tuple(side_types))
 
 
 def _shuffle_partitions(df: Any) -> int | None:

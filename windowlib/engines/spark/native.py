@@ -84,7 +84,7 @@ from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported n
     plus_saturating,
     rank,
 )
-from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
+from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, no_side_outputs, render
 from windowlib.engines.spark.result_types import result_fields
 
 
@@ -105,7 +105,8 @@ class NativeRun:
     plan_source: str = "aggregate job"
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
-        """The run's outputs (``outputs.py``): firings, late and rejects, a part each."""
+        """The run's outputs (``outputs.py``): firings, late and rejects, a part each; the
+        side outputs exist without rows (no Python function runs here)."""
         from pyspark.sql import functions as F
 
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
@@ -114,10 +115,14 @@ class NativeRun:
         def value(name: str) -> Any:
             return F.col(f"`{name}`")
 
-        parts = [OutputPart(frame, output, {output: render(names, output, value, run_id)})
-                 for output, frame in (("firings", self.firings), ("late", self.late),
-                                       ("rejects", self.rejects))]
-        return SparkOutputs(names, parts)
+        def columns(output: str) -> dict[str, Any]:
+            return {output: render(names, output, value, run_id)}
+
+        key_types = {f.name: f.dataType for f in self.late.schema.fields}
+        late = {**columns("late"), "side_outputs": no_side_outputs(names, key_types, run_id)}
+        return SparkOutputs(names, [OutputPart(self.firings, "firings", columns("firings")),
+                                    OutputPart(self.late, "late", late),
+                                    OutputPart(self.rejects, "rejects", columns("rejects"))])
 
 
 @dataclass
@@ -177,7 +182,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                         arrival_name=arrival,
                         stats=stats, **initial)
     types = {f.name: f.dataType for f in df.schema.fields}
-    mode, fields = result_fields(pipeline, types, None)
+    mode, fields = result_fields(pipeline, types)
     if mode != "typed":
         raise DefinitionError("the native path needs typed declarative aggregates",
                               code="NATIVE_UNSUPPORTED")

@@ -69,7 +69,13 @@ from windowlib.engines.spark.native_parts import (
     nullable,
     plus_saturating,
 )
-from windowlib.engines.spark.outputs import ROUTE_SEP, OutputPart, SparkOutputs, render
+from windowlib.engines.spark.outputs import (
+    ROUTE_SEP,
+    OutputPart,
+    SparkOutputs,
+    no_side_outputs,
+    render,
+)
 from windowlib.engines.spark.state import check_key_types
 
 STATE_KIND = "native-windows"
@@ -108,7 +114,6 @@ class NativeIncrementalRun:
         and the processed count come from their own frames. Native runs have no side
         outputs (no Python functions): the columns exist, no row goes there."""
         from pyspark.sql import functions as F
-        from pyspark.sql import types as T
 
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
                               self.retracting)
@@ -116,14 +121,10 @@ class NativeIncrementalRun:
         route = (F.when(fires & keeps, F.lit(f"firings{ROUTE_SEP}state"))
                  .when(fires, F.lit("firings")).otherwise(F.lit("state")))
         key_types = {f.name: f.dataType for f in self.late.schema.fields}
-        null = {**{c: F.lit(None).cast(key_types[c]) for c in self.key_columns},
-                "tag": F.lit(None).cast("string"), "value_json": F.lit(None).cast("string"),
-                "watermark": F.lit(None).cast(T.LongType()),
-                "processing_time": F.lit(None).cast(T.LongType())}
         windows = {
             "firings": render(names, "firings", lambda c: F.col(f"{FIRING}.`{c}`"), run_id),
             "state": [(c, F.col(f"{STATE}.`{c}`")) for c in self.state_columns],
-            "side_outputs": render(names, "side_outputs", null.__getitem__, run_id)}
+            "side_outputs": no_side_outputs(names, key_types, run_id)}
 
         def value(name: str) -> Any:
             return F.col(f"`{name}`")

@@ -13,6 +13,10 @@ expressions:
 
 Besides the public outputs a part may feed ``state`` (the new pane state, in the path's own
 format, ``state_kind``) and ``stats`` (``processed``: elements processed, summed).
+
+``side_values(frame, tag)`` reads one tag's values out of a ``side_outputs`` frame (typed
+columns for a tag declared with a schema, else ``value_json``): what ``side_output(tag)`` of a
+one-shot result and ``read_side_outputs(output, tag=...)`` return.
 """
 
 from __future__ import annotations
@@ -21,9 +25,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from windowlib.core.outputs import OUTPUTS, RUN_ID, TIME_COLUMNS, OutputColumns
+from windowlib.core.outputs import (
+    CLOCK_COLUMNS,
+    OUTPUTS,
+    RUN_ID,
+    TAG,
+    TIME_COLUMNS,
+    VALUE_JSON,
+    VALUE_TYPED,
+    OutputColumns,
+    side_output_columns,
+)
 
-__all__ = ["ROUTE_SEP", "OutputPart", "SparkOutputs", "render"]
+__all__ = ["ROUTE_SEP", "OutputPart", "SparkOutputs", "no_side_outputs", "render",
+           "side_values"]
 
 ROUTE_SEP = "+"     # a row routed to "firings+state" goes to both outputs
 STATE, STATS = "state", "stats"
@@ -50,6 +65,34 @@ def render(names: OutputColumns, output: str, value: Callable[[str], Any], run_i
             col = value(name)
         out.append((name, col))
     return out
+
+
+def no_side_outputs(names: OutputColumns, key_types: Mapping[str, Any], run_id: str | None
+                    ) -> list[tuple[str, Any]]:
+    """The ``side_outputs`` columns of a path whose rows never go there (the native paths run
+    no Python function): typed nulls, so the output exists with its schema."""
+    from pyspark.sql import functions as F
+
+    null = {**{c: F.lit(None).cast(key_types[c]) for c in names.keys},
+            TAG: F.lit(None).cast("string"), VALUE_JSON: F.lit(None).cast("string"),
+            **{c: F.lit(None).cast("long") for c in CLOCK_COLUMNS}}
+    return render(names, "side_outputs", null.__getitem__, run_id)
+
+
+def side_values(side: Any, tag: str) -> Any:
+    """The values of side output ``tag`` in a ``side_outputs`` frame, as the columns
+    ``core.outputs.side_output_columns`` names: the declared fields, or ``value_json``."""
+    from pyspark.sql import functions as F
+
+    typed = side.schema[VALUE_TYPED].dataType if VALUE_TYPED in side.columns else None
+    fields = tuple(typed[tag].dataType.names) if typed is not None and tag in typed.names \
+        else None
+    rows = side.filter(F.col(TAG) == F.lit(tag))
+    if fields is None:
+        return rows.select(*side_output_columns(None))
+    value = F.col(VALUE_TYPED).getField(tag)
+    return rows.select(*[value.getField(name).alias(name)
+                         for name in side_output_columns(fields)])
 
 
 @dataclass(frozen=True)
@@ -103,6 +146,10 @@ class SparkOutputs:
 
     def has(self, output: str) -> bool:
         return any(output in p.columns for p in self.parts)
+
+    def side_output(self, tag: str) -> Any:
+        """The values of side output ``tag`` as a DataFrame (``side_values``)."""
+        return side_values(self.frame("side_outputs"), tag)
 
     def unpersist(self) -> None:
         for frame in self.cached:

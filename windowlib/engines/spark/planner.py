@@ -61,7 +61,7 @@ def plan_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None, 
         elif input_types is not None and not reasons:
             from windowlib.engines.spark.result_types import result_fields
 
-            mode, _ = result_fields(pipeline, dict(input_types), None)
+            mode, _ = result_fields(pipeline, dict(input_types))
             if mode != "typed":
                 reasons.append("a declarative aggregate's result type cannot be derived from "
                                "the input columns (missing column or unsupported type)")

@@ -1,14 +1,38 @@
 """The result columns of a pipeline on Spark: typed from the input schema for declarative
-aggregates, a user's ``result_schema``, or ``result_json`` for Python window functions."""
+aggregates, from the declared row type of a Python window function (``core/schema.py``: its
+``result_schema``, yield hints, or a run's ``result_schema=``), or ``result_json`` for Python
+functions that declare nothing. ``spark_type`` maps a declared type to Spark's."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from windowlib.core.errors import DefinitionError
+from windowlib.core import schema
 from windowlib.core.outputs import RESULT_JSON
 from windowlib.core.pipeline import Pipeline
+
+_ATOMIC_TYPES = {"boolean": "BooleanType", "byte": "ByteType", "short": "ShortType",
+                 "int": "IntegerType", "long": "LongType", "float": "FloatType",
+                 "double": "DoubleType", "string": "StringType", "binary": "BinaryType",
+                 "date": "DateType", "timestamp": "TimestampType"}
+
+
+def spark_type(dtype: Any) -> Any:
+    """The Spark ``DataType`` of a declared type (``core/schema.py``)."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, schema.Atomic):
+        return getattr(T, _ATOMIC_TYPES[dtype.name])()
+    if isinstance(dtype, schema.DecimalType):
+        return T.DecimalType(dtype.precision, dtype.scale)
+    if isinstance(dtype, schema.Array):
+        return T.ArrayType(spark_type(dtype.element), True)
+    if isinstance(dtype, schema.Map):
+        return T.MapType(spark_type(dtype.key), spark_type(dtype.value), True)
+    return T.StructType([T.StructField(f.name, spark_type(f.type), f.nullable)
+                         for f in dtype.fields])
 
 
 def _declarative_type(agg: Any, input_types: Mapping[str, Any]) -> Any:
@@ -42,19 +66,26 @@ def _declarative_type(agg: Any, input_types: Mapping[str, Any]) -> Any:
     return dtype  # min, max, first, last
 
 
-def result_fields(pipeline: Pipeline, input_types: Mapping[str, Any],
-                  result_schema: str | None) -> tuple[str, list]:
-    """``(mode, fields)`` of the result columns: typed declarative, a user schema, or JSON."""
+def with_result_schema(pipeline: Pipeline, result_schema: Any) -> Pipeline:
+    """``pipeline`` with the result columns a run declares (``run_dataframe(result_schema=...)``:
+    DDL, a dataclass / ``TypedDict`` class, or a Spark ``StructType``); same fingerprint."""
+    spec = pipeline.function
+    if result_schema is None or spec is None:
+        return pipeline
+    return dataclasses.replace(pipeline, function=spec.with_result_schema(result_schema),
+                               _compiled=[])
+
+
+def result_fields(pipeline: Pipeline, input_types: Mapping[str, Any]) -> tuple[str, list]:
+    """``(mode, fields)`` of the result columns: ``typed`` (declarative aggregates, from the
+    input types), ``schema`` (the declared row type; rows arrive conformed by the core) or
+    ``json``."""
     from pyspark.sql import types as T
 
-    if result_schema is not None:
-        parsed = T.DataType.fromDDL(result_schema) if isinstance(result_schema, str) \
-            else result_schema
-        if not isinstance(parsed, T.StructType):
-            raise DefinitionError(f"result_schema must describe columns (e.g. 'total long, label "
-                                  f"string'), got {result_schema!r}", code="ARGUMENT_INVALID")
-        return "schema", list(parsed.fields)
     spec = pipeline.function
+    declared = spec.result_type if spec is not None else None
+    if declared is not None:
+        return "schema", list(spark_type(declared).fields)
     names = spec.output_names() if spec is not None else None
     if names is not None:
         fields = []

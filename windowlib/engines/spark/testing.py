@@ -8,7 +8,8 @@ decodes, so rows with mixed types still reach the driver exactly as written),
 arrival order). Explicit bundle processing times and watermarks travel as a per-bundle override
 table, never through data rows, so empty bundles still move time. The outputs (small, test-only)
 are collected and returned in the reference engine's format: window bounds as int ms, dict
-rows, results decoded from ``result_json``, late and rejected elements as they were given.
+rows, results decoded from ``result_json`` (typed result columns and typed side outputs as
+collected, maps as dicts), side outputs by tag, late and rejected elements as they were given.
 
 Fields absent from an element are listed in ``__wl_absent`` and removed from the row the
 driver sees; timestamps that Spark cannot type (mixed, strings, absent) are precomputed into
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from windowlib.core.codec import decode, encode
@@ -31,6 +32,7 @@ from windowlib.core.time import MIN_TS, timestamp_ms
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
+from windowlib.engines.spark.columns import SIDE_TYPED, VALUE
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.general import (
     ABSENT,
@@ -157,11 +159,12 @@ def _overrides(bundles: Sequence[Any]) -> dict[int, BundleTimes]:
 
 def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: bool = False,
                          watermark: WatermarkStrategy | None = None, spark: Any = None,
-                         max_key_state: int | None = None, path: str = "auto"
-                         ) -> tuple[list, list, list]:
+                         max_key_state: int | None = None, path: str = "auto",
+                         with_side_outputs: bool = False) -> tuple:
     """Run test bundles on Spark; ``(firings, late, rejects)`` in the reference engine's
-    format. ``path``: ``auto`` (the planner decides), ``native`` (``DefinitionError`` when the
-    planner rejects the pipeline) or ``general``."""
+    format, and the side outputs (``{tag: [values]}``) with ``with_side_outputs``. ``path``:
+    ``auto`` (the planner decides), ``native`` (``DefinitionError`` when the planner rejects
+    the pipeline) or ``general``."""
     from windowlib.engines.spark.planner import choose_path
     from windowlib.engines.spark.session import get_or_create_session
 
@@ -179,8 +182,11 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
     table, json_columns, elements, mismatched = bundles_to_table(pipeline, bundles)
     df = spark.createDataFrame(table).coalesce(1)   # tiny: one partition, no shuffle
     choice = choose_path(pipeline, path, df.schema, json_columns=json_columns)
+    value = _decoder(json_columns)
     if choice.path == "native":
-        return _run_native(pipeline, df, overrides, finalize, watermark, elements, mismatched)
+        out3 = _run_native(pipeline, df, overrides, finalize, watermark, elements, mismatched,
+                           value)
+        return (*out3, {}) if with_side_outputs else out3
     kwargs = {} if max_key_state is None else {"max_key_state": max_key_state}
     try:
         run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
@@ -191,16 +197,17 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
         reraise(exc)
     out = out.cast(_naive_schema(out.schema))
     tagged = out.to_pylist()
-    json_set = set(json_columns)
-
-    def value(c: str, v: Any) -> Any:
-        return decode(json.loads(v)) if c in json_set and v is not None else v
+    plain = {name: _plain_values(out.schema.field(name).type)
+             for name in (*run.result_columns, SIDE_TYPED) if name in out.schema.names}
 
     def key_of(r: dict) -> tuple:
         return tuple(value(c, r[c]) for c in logic.key_columns)
 
-    firing_rows = [r for r in tagged if r[KIND] == "firing"]
-    firing_rows.sort(key=lambda r: (r[B], r[PHASE], r[SUB], repr(key_of(r)), r[N]))
+    def in_order(kind: str) -> list[dict]:
+        rows = [r for r in tagged if r[KIND] == kind]
+        return sorted(rows, key=lambda r: (r[B], r[PHASE], r[SUB], repr(key_of(r)), r[N]))
+
+    firing_rows = in_order("firing")
     firings = []
     for r in firing_rows:
         f = dict(zip(logic.key_columns, key_of(r)))
@@ -212,11 +219,17 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
             f.update(decode(json.loads(r[RESULT_JSON])))
         else:
             for c in run.result_columns:
-                f[c] = r[c]
+                f[c] = plain[c](r[c])
         f["is_final"] = r["is_final"]
         if run.retracting:
             f["retract"] = r["retract"]
         firings.append(f)
+    side: dict[str, list] = {}
+    for r in in_order("side"):
+        tag = r[REASON]
+        typed = r.get(SIDE_TYPED)
+        side.setdefault(tag, []).append(decode(json.loads(r[VALUE])) if r[VALUE] is not None
+                                        else plain[SIDE_TYPED](typed)[tag])
 
     def element(r: dict) -> dict:
         original = elements[r[B]][r[SUB]]
@@ -228,12 +241,39 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
     reject_rows = [(r[B], r[SUB], {**element(r), "reason": r[REASON]})
                    for r in tagged if r[KIND] == "reject"]
     rejects = [rec for _, _, rec in sorted(reject_rows + mismatched, key=lambda x: x[:2])]
-    return firings, late, rejects
+    return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
+
+
+def _plain_values(arrow_type: Any) -> Callable[[Any], Any]:
+    """Collected values of ``arrow_type`` as the reference engine holds them: Arrow gives maps
+    as lists of pairs; they become dicts (at any depth)."""
+    import pyarrow as pa
+
+    if pa.types.is_map(arrow_type):
+        key, item = _plain_values(arrow_type.key_type), _plain_values(arrow_type.item_type)
+        return lambda v: None if v is None else {key(k): item(x) for k, x in v}
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        element = _plain_values(arrow_type.value_type)
+        return lambda v: None if v is None else [element(x) for x in v]
+    if pa.types.is_struct(arrow_type):
+        fields = [(f.name, _plain_values(f.type)) for f in arrow_type]
+        return lambda v: None if v is None else {n: conv(v[n]) for n, conv in fields}
+    return lambda v: v
+
+
+def _decoder(json_columns: Sequence[str]) -> Callable[[str, Any], Any]:
+    """``value(column, v)``: a collected value as given (JSON-carried columns decoded)."""
+    json_set = frozenset(json_columns)
+
+    def value(c: str, v: Any) -> Any:
+        return decode(json.loads(v)) if c in json_set and v is not None else v
+
+    return value
 
 
 def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
-                watermark: WatermarkStrategy | None, elements: list, mismatched: list
-                ) -> tuple[list, list, list]:
+                watermark: WatermarkStrategy | None, elements: list, mismatched: list,
+                value: Callable[[str, Any], Any]) -> tuple[list, list, list]:
     """The native path's outputs, collected (test-only) into the reference format."""
     from windowlib.engines.spark.native import ORDER_N, PHASE, RORDER, SUB, run_native
 
@@ -274,7 +314,7 @@ def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
         firings.append(f)
 
     def element(r: dict) -> dict:
-        return {c: r[_EL + c] for c in elements[r[B]][r[SUB]]}
+        return {c: value(c, r[_EL + c]) for c in elements[r[B]][r[SUB]]}
 
     late = [{**element(r), "reason": r["reason"]}
             for r in sorted(late_rows, key=lambda r: (r[B], r[SUB]))]

@@ -50,6 +50,7 @@ class WalkConfig:
     has_absent: bool
     result_mode: str
     result_names: tuple
+    typed_tags: tuple            # side outputs with a declared schema (SIDE_TYPED fields)
     max_key_state: int
     out_schema_json: str
     large_types: bool
@@ -127,7 +128,6 @@ class _Walker:
         self.n_results = len(config.result_names)
         self.skip_in_json = frozenset(key_columns) | {
             "window_start", "window_end", "pane_index", "timing", "is_final", "retract"}
-        self.allowed_result_keys = self.skip_in_json | set(config.result_names)
         self.retracting = self.logic.retracting
         self.no_keys = (None,) * len(key_columns)
         # per key
@@ -137,7 +137,9 @@ class _Walker:
         self.since_check = 0
         self.pending: tuple | None = None   # the key's saved state, not parsed yet
         self.processed = 0
-        self.tail_none = (None,) * 5        # STATE .. VALUE of non-state rows
+        self.typed_tags = frozenset(config.typed_tags)
+        # STATE .. VALUE (and SIDE_TYPED when a tag is typed) of rows that carry none of them
+        self.tail_none = (None,) * (6 if self.typed_tags else 5)
 
     # --- output ----------------------------------------------------------------------------
     def _meta(self, kind: str) -> tuple:
@@ -156,19 +158,11 @@ class _Walker:
         if self.retracting:
             meta = (*meta, row.get("retract", False))
         times = (_finite(clock.watermark), _finite(clock.processing_time))
-        mode = self.result_mode
-        if mode == "json":
+        if self.result_mode == "json":
             payload = {k: v for k, v in row.items() if k not in self.skip_in_json}
             results: tuple = (to_json(payload),)
-        else:
+        else:   # typed or declared: the core conformed declared rows already
             results = tuple(row.get(name) for name in self.result_names)
-            if mode == "schema" and not self.allowed_result_keys.issuperset(row):
-                extra = set(row) - self.allowed_result_keys
-                if extra:
-                    raise ExecutionError(
-                        f"the window function returned columns {sorted(extra)} that are not "
-                        f"in result_schema ({', '.join(self.result_names)})",
-                        code="RESULT_SCHEMA_MISMATCH")
         self.rows.append((*head, *keys, *meta, *times, *results, None, None, *self.tail_none))
 
     def emit_element(self, kind: str, element: dict, reason: str, watermark: int | None
@@ -180,23 +174,27 @@ class _Walker:
                           *((None,) * self.n_results), element, reason, *self.tail_none))
 
     def _bare_row(self, kind: str, keys: tuple, times: tuple, reason: str | None,
-                  state: tuple) -> None:
+                  tail: tuple) -> None:
         head = self._meta(kind)
         meta = (None,) * (5 + (1 if self.retracting else 0))
+        tail = (*tail, *self.tail_none[len(tail):])
         self.rows.append((*head, *keys, *meta, *times, *((None,) * self.n_results), None,
-                          reason, *state))
+                          reason, *tail))
 
     def emit_side(self, tag: str, value: Any) -> None:
+        """A ``context.output`` value: typed tags in SIDE_TYPED (conformed by the core), the
+        others as JSON text."""
         clock = self.clock
-        value_json = to_json(value)
-        self._bare_row("side", self.out_key,
-                       (_finite(clock.watermark), _finite(clock.processing_time)), tag,
-                       (None, None, None, None, value_json))
+        times = (_finite(clock.watermark), _finite(clock.processing_time))
+        if tag in self.typed_tags:
+            tail: tuple = (None, None, None, None, None, {tag: value})
+        else:
+            tail = (None, None, None, None, to_json(value))
+        self._bare_row("side", self.out_key, times, tag, tail)
 
     def emit_state(self, text: str, next_et: int | None, next_pt: int | None, size: int
                    ) -> None:
-        self._bare_row("state", self.out_key, (None, None), None,
-                       (text, next_et, next_pt, size, None))
+        self._bare_row("state", self.out_key, (None, None), None, (text, next_et, next_pt, size))
 
     def flush(self) -> Any:
         pa = self.pa
@@ -210,9 +208,7 @@ class _Walker:
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
                 raise ExecutionError(
                     f"output column {field.name!r} cannot hold the values the pipeline "
-                    f"produced ({exc}); for Python window functions pass a matching "
-                    "result_schema or leave it unset to get result_json",
-                    code="RESULT_SCHEMA_MISMATCH") from exc
+                    f"produced ({exc})", code="RESULT_SCHEMA_MISMATCH") from exc
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     # --- per key ---------------------------------------------------------------------------
@@ -397,7 +393,7 @@ class _Walker:
         self.finish_key()
         self.walk = None
         self._bare_row("stats", self.no_keys, (None, None), None,
-                       (None, None, None, self.processed, None))
+                       (None, None, None, self.processed))
         yield self.flush()
 
 

@@ -1,0 +1,205 @@
+"""The logic the driver calls for a pipeline's window function (``FunctionSpec``, frozen
+configuration, lives in ``core/functions.py``).
+
+``FunctionRunner`` keeps a pane's *contents* — an accumulator, or a list of
+``TimestampedValue`` when the function needs every element or an evictor is present — and turns
+contents into result rows (dicts) at a firing, conformed to the declared row type when the
+function declares one (``core/schema.py``); it also conforms the values of typed side outputs.
+The same runner runs on every engine, so every engine accepts and refuses the same rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from windowlib.core.aggregates import AggregateSet
+from windowlib.core.codec import decode, encode
+from windowlib.core.errors import ExecutionError
+from windowlib.core.evictors import TimestampedValue
+from windowlib.core.functions import (
+    Context,
+    FunctionSpec,
+    OutputTag,
+    ProcessWindowFunction,
+    function_name,
+)
+from windowlib.core.schema import Mismatch, Struct
+
+__all__ = ["FunctionRunner", "conform"]
+
+
+def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
+    if items is None:
+        return []
+    if isinstance(items, dict) or not isinstance(items, Iterable):
+        raise ExecutionError(f"{what} must return an iterable of rows, got "
+                             f"{type(items).__name__}", code="FUNCTION_FAILED")
+    return [_single(r) for r in items]
+
+
+def _single(value: Any) -> dict:
+    """A result as a row: dicts as they are, dataclass instances as their fields, anything else
+    as a ``result`` column."""
+    if isinstance(value, dict):
+        return dict(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return {"result": value}
+
+
+def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> Any:
+    """``value`` conformed to ``row_type`` (``core/schema.py``), or
+    ``ExecutionError(RESULT_SCHEMA_MISMATCH)`` naming the field, the key and the window."""
+    try:
+        return row_type.conform(value)
+    except Mismatch as exc:
+        raise ExecutionError(f"{what}: {exc} (key {key!r}, window {window!r}); fix the "
+                             "function or its declared schema",
+                             code="RESULT_SCHEMA_MISMATCH") from None
+
+
+class FunctionRunner:
+    """Executes a ``FunctionSpec`` for the driver. Pane contents are ``None`` when empty."""
+
+    def __init__(self, spec: FunctionSpec, buffered: bool) -> None:
+        self.spec = spec
+        self.result_type = spec.result_type
+        self.side_types = spec.side_types
+        self.buffered = buffered or not spec.incremental
+        self._create, self._add, self._merge, self._result = self._incremental_ops(spec)
+        if not self.buffered:
+            create, add = self._create, self._add
+
+            def add_incremental(contents: Any, row: dict, ts_ms: int) -> Any:
+                return add(create() if contents is None else contents, row, ts_ms)
+
+            self.add = add_incremental  # type: ignore[method-assign]
+
+    @staticmethod
+    def _incremental_ops(spec: FunctionSpec) -> tuple[Callable, Callable, Callable, Callable]:
+        fn = spec.fn
+        if spec.kind == "declarative":
+            agg: AggregateSet = fn
+            return agg.create_accumulator, agg.add, agg.merge, agg.get_result
+        if spec.kind == "aggregate":
+            return (fn.create_accumulator, lambda acc, row, ts: fn.add(row, acc), fn.merge,
+                    fn.get_result)
+        if spec.kind == "reduce":
+            reduce_fn = getattr(fn, "reduce", fn)
+            return (lambda: None,
+                    lambda acc, row, ts: dict(row) if acc is None else reduce_fn(acc, row),
+                    lambda a, b: b if a is None else a if b is None else reduce_fn(a, b),
+                    lambda acc: acc)
+        if spec.kind == "fold":
+            fold_fn = getattr(fn, "fold", fn)
+            return (lambda: copy.deepcopy(spec.initial), lambda acc, row, ts: fold_fn(acc, row),
+                    None, lambda acc: acc)
+        return (None, None, None, None)  # type: ignore[return-value]
+
+    # --- contents -------------------------------------------------------------------------
+    def add(self, contents: Any, row: dict, ts_ms: int) -> Any:
+        if self.buffered:
+            if contents is None:
+                return [TimestampedValue(row, ts_ms)]
+            contents.append(TimestampedValue(row, ts_ms))
+            return contents
+        return self._add(self._create() if contents is None else contents, row, ts_ms)
+
+    def merge(self, a: Any, b: Any) -> Any:
+        if a is None:
+            return b
+        if b is None:
+            return a
+        if self.buffered:
+            return [*a, *b]
+        return self._merge(a, b)
+
+    def aggregate_elements(self, elements: list[TimestampedValue]) -> Any:
+        acc = self._create()
+        for e in elements:
+            acc = self._add(acc, e.value, e.timestamp)
+        return acc
+
+    # --- results --------------------------------------------------------------------------
+    def results(self, key: Any, window: Any, context: Context, contents: Any) -> list[dict]:
+        """Result rows for one firing, conformed to the declared type when there is one.
+        ``contents`` is an accumulator, or the element list (after ``evict_before``) when
+        buffered; ``None`` for an empty pane."""
+        rows = self._results(key, window, context, contents)
+        row_type = self.result_type
+        if row_type is None:
+            return rows
+        what = f"a result row of {function_name(self.spec.producer)}"
+        return [conform(row_type, row, what, key, window) for row in rows]
+
+    def side_value(self, tag: OutputTag | str, value: Any, key: Any, window: Any
+                   ) -> tuple[str, Any]:
+        """``(tag name, value)`` of a ``context.output`` call, the value conformed to the
+        tag's declared type. A tag with a schema the function does not declare is an
+        ``ExecutionError(SIDE_OUTPUT_UNDECLARED)`` (its columns must be known before the
+        run)."""
+        name = tag.name if isinstance(tag, OutputTag) else str(tag)
+        row_type = self.side_types.get(name)
+        if isinstance(tag, OutputTag) and tag.schema is not None and tag.row_type != row_type:
+            raise ExecutionError(
+                f"side output {name!r} has a schema but {function_name(self.spec.producer)} "
+                f"does not declare it: make the tag an attribute of the function, e.g. "
+                f"{name} = wl.OutputTag({name!r}, schema=...)", code="SIDE_OUTPUT_UNDECLARED")
+        if row_type is None:
+            return name, value
+        return name, conform(row_type, value, f"a value of side output {name!r}", key, window)
+
+    def _results(self, key: Any, window: Any, context: Context, contents: Any) -> list[dict]:
+        spec = self.spec
+        if spec.kind == "apply":
+            values = [e.value for e in contents or ()]
+            apply = getattr(spec.fn, "apply", spec.fn)
+            return _rows(apply(key, window, values), "the window function")
+        if spec.kind == "process":
+            values = [e.value for e in contents or ()]
+            return _rows(spec.fn.process(key, context, values), "process()")
+        if self.buffered:
+            acc = self.aggregate_elements(contents or [])
+        else:
+            acc = self._create() if contents is None else contents
+        if spec.kind == "reduce" and acc is None:
+            result = None
+        else:
+            result = self._result(acc)
+        if spec.process_fn is not None:
+            given = [] if result is None and spec.kind == "reduce" else [result]
+            return _rows(spec.process_fn.process(key, context, given), "process()")
+        if result is None and spec.kind == "reduce":
+            return [{}]
+        return [_single(result)]
+
+    @property
+    def needs_clear(self) -> bool:
+        """False when ``clear`` would do nothing (no function, or the inherited no-op
+        ``ProcessWindowFunction.clear``), so the driver need not build a context for it."""
+        clear = self._clear_fn()
+        return clear is not None and getattr(clear, "__func__", None) is not \
+            ProcessWindowFunction.clear
+
+    def _clear_fn(self) -> Any:
+        target = self.spec.fn if self.spec.kind == "process" else self.spec.process_fn
+        return getattr(target, "clear", None)
+
+    def clear(self, key: Any, context: Context) -> None:
+        clear = self._clear_fn()
+        if clear is not None:
+            clear(context)
+
+    # --- snapshots ------------------------------------------------------------------------
+    def encode_contents(self, contents: Any) -> Any:
+        if self.buffered:
+            return [[encode(e.value), e.timestamp] for e in contents]
+        return encode(contents)
+
+    def decode_contents(self, data: Any) -> Any:
+        if self.buffered:
+            return [TimestampedValue(decode(v), int(ts)) for v, ts in data]
+        return decode(data)
