@@ -20,7 +20,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from windowlib.core.errors import EXIT_FAILED, EXIT_OK, StateError, WindowlibError, exit_code
+from windowlib.core.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    REGISTRY,
+    WindowlibError,
+    exit_code,
+)
 from windowlib.state.uri import Uri
 
 
@@ -99,7 +105,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         shown = _emit(args, status)
         if "error_code" in status:     # a damaged or unreachable checkpoint is not "fine"
             print(f"windowlib status: {status['error']}", file=sys.stderr)
-            return exit_code(StateError(status["error"], code=status["error_code"]))
+            entry = REGISTRY.get(status["error_code"])
+            return entry.exit_code if entry is not None else EXIT_FAILED
         return shown
     if args.command == "report":
         return _report(args, job, root)
@@ -197,7 +204,7 @@ def _verify(args: argparse.Namespace, report: Any) -> int:
               "checked")
         for problem in data["problems"]:
             print(f"  - {problem}", file=sys.stderr)
-    return EXIT_OK if report.ok else exit_code(StateError("damaged", code="CHECKPOINT_CORRUPT"))
+    return EXIT_OK if report.ok else REGISTRY["CHECKPOINT_CORRUPT"].exit_code
 
 
 def _gc(args: argparse.Namespace, done: dict[str, Any]) -> int:
