@@ -19,13 +19,14 @@ import heapq
 from typing import Any
 
 from windowlib.core.codec import decode, encode
-from windowlib.core.errors import ExecutionError
+from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time, is_late
 from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
+from windowlib.core.runner import function_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.triggers.base import TriggerResult
 from windowlib.core.window_context import WindowTriggerContext
@@ -67,6 +68,11 @@ class _Plan:
 
 
 _PLANS: dict[int, _Plan] = {}
+
+
+def logic_fn(driver: KeyDriver) -> Any:
+    """The user's function object of a driver's pipeline (for messages)."""
+    return driver.logic.runner.spec.producer
 
 
 def _plan_of(logic: Any) -> _Plan:
@@ -215,7 +221,12 @@ class KeyDriver(SessionMerging):
             new = record is None
             if new:
                 record = records[window] = WindowRecord()
-            contents[state_window] = plan.runner_add(contents.get(state_window), row, ts_ms)
+            try:
+                contents[state_window] = plan.runner_add(contents.get(state_window), row, ts_ms)
+            except WindowlibError:
+                raise
+            except Exception as exc:        # the user's reduce/aggregate/fold
+                raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
             record.pending = True
             ctx = self._ctx
             ctx.window, ctx.record = window, record
@@ -269,9 +280,14 @@ class KeyDriver(SessionMerging):
         if evictor is not None:
             elements = list(contents or ())
             # Both hooks always run (Flink's contract); built-in evictors act in one of them.
-            evictor.evict_before(elements, len(elements), window, context)
-            results = runner.results(self.key_arg, window, context, elements)
-            evictor.evict_after(elements, len(elements), window, context)
+            try:
+                evictor.evict_before(elements, len(elements), window, context)
+                results = runner.results(self.key_arg, window, context, elements)
+                evictor.evict_after(elements, len(elements), window, context)
+            except WindowlibError:
+                raise
+            except Exception as exc:
+                raise function_failed(evictor, self.key_arg, window, exc) from exc
             self.contents[state_window] = elements or None
         else:
             results = runner.results(self.key_arg, window, context, contents)

@@ -170,6 +170,8 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
      "windowlib itself)"),
     ("CONNECT_SERVER_FAILED", _X, FAILED, "the local Spark Connect server did not start"),
     ("DEMO_SETUP", _X, FAILED, "the demo could not prepare Airflow"),
+    ("MODULE_UNAVAILABLE", _X, FAILED, "the Spark executors cannot import the module of the "
+     "pipeline's functions"),
     ("FUNCTION_FAILED", _X, FAILED, "a user function raised or returned something unusable "
      "(e.g. a dynamic session gap)"),
     ("KEY_STATE_LIMIT", _X, FAILED, "one key's buffered state exceeds max_key_state"),

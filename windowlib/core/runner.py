@@ -17,7 +17,7 @@ from typing import Any
 
 from windowlib.core.aggregates import AggregateSet
 from windowlib.core.codec import decode, encode
-from windowlib.core.errors import ExecutionError
+from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.evictors import TimestampedValue
 from windowlib.core.functions import (
     Context,
@@ -59,6 +59,14 @@ def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> A
         raise ExecutionError(f"{what}: {exc} (key {key!r}, window {window!r}); fix the "
                              "function or its declared schema",
                              code="RESULT_SCHEMA_MISMATCH") from None
+
+
+def function_failed(what: Any, key: Any, window: Any, exc: BaseException) -> ExecutionError:
+    """The error a failing piece of user code (a window function, an aggregate, an evictor)
+    becomes on every engine: ``FUNCTION_FAILED`` naming it, the key and the window, with the
+    original exception's type and message (the original is chained as ``__cause__``)."""
+    return ExecutionError(f"{function_name(what)} failed for key {key!r}, window {window}: "
+                          f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED")
 
 
 class FunctionRunner:
@@ -127,8 +135,13 @@ class FunctionRunner:
     def results(self, key: Any, window: Any, context: Context, contents: Any) -> list[dict]:
         """Result rows for one firing, conformed to the declared type when there is one.
         ``contents`` is an accumulator, or the element list (after ``evict_before``) when
-        buffered; ``None`` for an empty pane."""
-        rows = self._results(key, window, context, contents)
+        buffered; ``None`` for an empty pane. A failing function is ``FUNCTION_FAILED``."""
+        try:
+            rows = self._results(key, window, context, contents)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise function_failed(self.spec.producer, key, window, exc) from exc
         row_type = self.result_type
         if row_type is None:
             return rows

@@ -24,10 +24,10 @@ DataFrames (nothing persisted; ``unpersist()`` is a no-op):
 - ``side_output(tag)``: the values ``context.output`` sent to ``tag`` (typed when the tag
   declares a schema, else ``value_json``).
 
-Errors raised inside Spark tasks (a user function failing, ``KEY_STATE_LIMIT``) surface when an
-output is first computed, as Spark's ``PythonException`` whose message carries the windowlib
-error (``[CODE] message``); ``windowlib.engines.spark.errors.reraise`` turns it back into the
-windowlib error class.
+Errors raised inside Spark tasks (a user function failing: ``FUNCTION_FAILED`` naming the
+function, key and window; ``KEY_STATE_LIMIT``) reach the caller as the windowlib error itself:
+the general path computes its one cached pass inside ``run_dataframe`` and turns a task
+failure back into the windowlib class (``errors.reraise``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import EngineRun, TimePolicy
 from windowlib.engines.spark.bundles import BundlePlan
 from windowlib.engines.spark.columns import DEFAULT_MAX_KEY_STATE
+from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
 from windowlib.engines.spark.planner import explain_choice, plan_path
 
@@ -129,6 +130,11 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
                       arrival_interval=arrival_interval, bundles=bundles)
     run = executor.run(pipeline, FrameBundles(df, arrival, order_by), time=time, run_id=run_id)
     out = run.outputs
+    for frame in out.cached:      # the general path's one pass, computed now: a failing user
+        try:                      # function is its windowlib error here (FUNCTION_FAILED...)
+            frame.count()
+        except Exception as exc:
+            reraise(exc)
     return SparkRunResult(firings=out.frame("firings"), late=out.frame("late"),
                           rejects=out.frame("rejects"), run=run)
 

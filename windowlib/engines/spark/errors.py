@@ -1,9 +1,11 @@
 """Errors raised inside Spark tasks, turned back into windowlib errors on the driver.
 
 A windowlib error raised in a Python worker (``ExecutionError(KEY_STATE_LIMIT)``, a
-``RESULT_COLUMN_CONFLICT``...) reaches the driver as Spark's ``PythonException`` whose message
-holds the worker's traceback. ``reraise(exc)`` finds the last windowlib error in it and raises
-the same class with the same code and message; any other exception is re-raised unchanged.
+``FUNCTION_FAILED``...) reaches the driver as Spark's ``PythonException`` whose message holds
+the worker's traceback. ``reraise(exc)`` finds the last windowlib error in it and raises the
+same class with the same code and message. A worker that cannot import the module the
+pipeline's functions live in (nothing of windowlib ran yet) is ``MODULE_UNAVAILABLE`` naming
+the module. Any other exception is re-raised unchanged.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import NoReturn
 from windowlib.core import errors as _errors
 
 _PATTERN = re.compile(
-    r"(?:windowlib\.core\.errors\.)?(WindowlibError|DefinitionError|InputError|ExecutionError|"
-    r"StateError): \[([A-Z_]+)\] (.*)")
+    r"(?:windowlib\.core\.errors\.)?(" + "|".join(c.__name__ for c in _errors.ERROR_CLASSES)
+    + r"): \[([A-Z_]+)\] (.*)")
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
 def windowlib_error(exc: BaseException) -> _errors.WindowlibError | None:
@@ -25,6 +28,13 @@ def windowlib_error(exc: BaseException) -> _errors.WindowlibError | None:
     text = str(exc)
     matches = list(_PATTERN.finditer(text))
     if not matches:
+        missing = _MISSING_MODULE.search(text)
+        if missing is not None and "PythonException" in type(exc).__name__:
+            return _errors.ExecutionError(
+                f"the Spark executors cannot import module {missing.group(1)!r}, where the "
+                "pipeline's functions (or their imports) live: install it on the workers, ship "
+                "it (spark.submit.pyFiles, SparkSession.addArtifacts), or define the functions "
+                "in a module the workers can import", code="MODULE_UNAVAILABLE")
         return None
     name, code, message = matches[-1].groups()
     cls = getattr(_errors, name)

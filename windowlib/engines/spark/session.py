@@ -68,7 +68,25 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**LOCAL_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    _quiet_task_failures(session)
+    return session
+
+
+def _quiet_task_failures(session: Any) -> None:
+    """A failing user function is reported once: as the windowlib error the driver raises
+    (``errors.reraise``). On a local master the executor's own report of it — a Python
+    traceback logged by ``Executor`` and ``TaskSetManager`` — would land on the console too,
+    so those two loggers are silenced, and the block manager's warnings (which repeat it for
+    a cached partition) are raised to errors (a cluster keeps them in its executor logs)."""
+    with contextlib.suppress(Exception):      # no log4j 2 API: leave logging as it is
+        jvm = session.sparkContext._jvm
+        level = jvm.org.apache.logging.log4j.Level
+        configure = jvm.org.apache.logging.log4j.core.config.Configurator.setLevel
+        for name in ("org.apache.spark.executor.Executor",
+                     "org.apache.spark.scheduler.TaskSetManager"):
+            configure(name, level.OFF)
+        configure("org.apache.spark.storage.BlockManager", level.ERROR)
 
 
 def _remote_session(url: str, conf: dict[str, str] | None) -> Any:

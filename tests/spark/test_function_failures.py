@@ -1,0 +1,110 @@
+"""A user function that raises is ``ExecutionError(FUNCTION_FAILED)`` naming the function, the
+key and the window, with the original exception's type and message — on the reference engine,
+on Spark one-shot and in incremental runs (never a bare exception or a ``PythonException``),
+and nothing is published."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import windowlib as wl
+from windowlib.core.errors import ExecutionError
+from windowlib.runs.incremental import open_checkpoint, run_incremental
+from windowlib.testing import Bundle, run_bundles
+
+pytestmark = pytest.mark.spark
+T0 = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+
+
+class Ratio(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield {"ratio": len(elements) / sum(e["value"] for e in elements)}   # 0 -> divides by 0
+
+
+class Fragile:
+    """An evictor that fails on its first pane."""
+
+    def evict_before(self, elements, size, window, ctx):
+        raise RuntimeError("cannot evict")
+
+    def evict_after(self, elements, size, window, ctx):
+        pass
+
+
+def pipeline(fn=None):
+    p = (wl.Pipeline("failing", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(10))))
+    return p.process(fn or Ratio())
+
+
+@contextlib.contextmanager
+def shipped():
+    """Let Spark's workers unpickle this module's functions (as a cluster ships user code)."""
+    from pyspark import cloudpickle
+
+    module = sys.modules[__name__]
+    cloudpickle.register_pickle_by_value(module)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
+
+
+def check(err, what="Ratio", original="ZeroDivisionError"):
+    text = str(err.value)
+    assert err.value.code == "FUNCTION_FAILED", text
+    assert what in text and "'zero'" in text and "TimeWindow" in text and original in text, text
+
+
+def test_the_reference_engine_names_function_key_and_window():
+    with pytest.raises(ExecutionError) as err:
+        run_bundles(pipeline(), [Bundle([{"key": "zero", "ts": 1, "value": 0}])],
+                    finalize=True)
+    check(err)
+    assert isinstance(err.value.__cause__, ZeroDivisionError)
+
+
+def test_a_failing_evictor_is_named_too():
+    evicting = pipeline().evictor(wl.CountEvictor.of(5))
+    object.__setattr__(evicting, "window_evictor", Fragile())
+    with pytest.raises(ExecutionError) as err:
+        run_bundles(evicting, [Bundle([{"key": "zero", "ts": 1, "value": 0}])], finalize=True)
+    check(err, "Fragile", "RuntimeError: cannot evict")
+
+
+def test_spark_one_shot_raises_the_windowlib_error(spark):
+    df = spark.createDataFrame([("zero", T0, 0, "h0")],
+                               "key string, ts timestamp, value long, arrival string")
+    with shipped(), pytest.raises(ExecutionError) as err:
+        pipeline().run(df, arrival="arrival", finalize=True)
+    check(err)
+
+
+def test_functions_the_executors_cannot_import_are_a_coded_error(spark):
+    """Without shipping, the workers cannot import this test module: MODULE_UNAVAILABLE."""
+    df = spark.createDataFrame([("zero", T0, 0, "h0")],
+                               "key string, ts timestamp, value long, arrival string")
+    with pytest.raises(ExecutionError) as err:
+        pipeline().run(df, arrival="arrival", finalize=True)
+    assert err.value.code == "MODULE_UNAVAILABLE" and "test_function_failures" in str(err.value)
+
+
+def test_an_incremental_run_raises_it_and_publishes_nothing(spark, tmp_path):
+    folder = tmp_path / "events" / "arrival_hour=2024-03-01T00"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"key": ["zero", "zero"], "value": [0, 0],
+                             "ts": pa.array([T0, T0 + dt.timedelta(minutes=30)],
+                                            pa.timestamp("us", tz="UTC"))}),
+                   folder / "part-0.parquet")
+    p = pipeline()
+    with shipped(), pytest.raises(ExecutionError) as err:
+        run_incremental(p, wl.PartitionedSource(f"file://{tmp_path}/events"),
+                        f"file://{tmp_path}/cp", f"file://{tmp_path}/out", spark=spark)
+    check(err)
+    assert open_checkpoint(p, f"file://{tmp_path}/cp").latest() is None
