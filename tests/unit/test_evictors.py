@@ -75,10 +75,16 @@ def test_delta_evictor_never_evicts_the_last_element_with_a_zero_self_delta():
     assert run_before(DeltaEvictor.of(1, abs_delta), []) == []
 
 
-def test_time_evictor_keeps_the_element_exactly_at_max_ts_minus_interval():
-    # max_ts 100, interval 10 -> cutoff 90: 89 goes, 90 stays (strict <)
-    elements = pane((1, 89), (2, 90), (3, 100), (4, 95))
-    assert run_before(TimeEvictor.of(10), elements) == [2, 3, 4]
+def test_time_evictor_evicts_the_element_exactly_at_max_ts_minus_interval():
+    # max_ts 100, interval 10 -> cutoff 90: 89 and 90 go, 91 stays (Flink: ts <= cutoff)
+    elements = pane((1, 89), (2, 90), (3, 100), (4, 95), (5, 91))
+    assert run_before(TimeEvictor.of(10), elements) == [3, 4, 5]
+
+
+def test_time_evictor_with_a_zero_interval_evicts_everything():
+    # cutoff = max_ts: every element is on or below it (Flink's rule, not special-cased)
+    elements = pane((1, 7), (2, 9), (3, 9))
+    assert run_before(TimeEvictor.of(0), elements) == []
 
 
 def test_time_evictor_uses_the_largest_timestamp_not_the_last_element():
@@ -97,7 +103,7 @@ def test_time_evictor_parses_durations_and_ignores_an_empty_pane():
 @pytest.mark.parametrize("evictor_cls, args", [
     (CountEvictor, (1,)),
     (DeltaEvictor, (1, abs_delta)),
-    (TimeEvictor, (0,)),
+    (TimeEvictor, (1,)),
 ])
 def test_do_evict_after_moves_eviction_after_the_function(evictor_cls, args):
     before = evictor_cls.of(*args)
