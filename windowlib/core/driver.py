@@ -272,7 +272,10 @@ class KeyDriver(SessionMerging):
             evictor.evict_before(elements, len(elements), window, context)
             results = runner.results(self.key_arg, window, context, elements)
             evictor.evict_after(elements, len(elements), window, context)
-            self.contents[state_window] = elements or None
+            if elements:
+                self.contents[state_window] = elements
+            else:   # an emptied pane is no pane: nothing to snapshot, nothing to fire
+                self.contents.pop(state_window, None)
         else:
             results = runner.results(self.key_arg, window, context, contents)
         retracting = plan.retracting

@@ -10,9 +10,9 @@ Boundary rules (SPEC §4):
 * ``CountEvictor`` keeps the last ``max_count`` elements (removes from the front).
 * ``DeltaEvictor`` evicts every element whose ``delta_fn(element.value, last.value)`` is
   ``>= threshold``, checking all elements, not only a prefix (FLIP-4's motivating change).
-* ``TimeEvictor`` evicts elements with ``timestamp < max_ts - interval`` where ``max_ts`` is the
-  largest timestamp in the pane: an element exactly at ``max_ts - interval`` is kept. (Flink's
-  ``TimeEvictor`` evicts ``<=`` the cutoff; windowlib follows its SPEC here.)
+* ``TimeEvictor`` evicts elements with ``timestamp <= max_ts - interval`` where ``max_ts`` is
+  the largest timestamp in the pane: an element exactly on the cutoff is evicted, as in
+  Flink's ``TimeEvictor`` (so an interval of 0 evicts every element).
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ class DeltaEvictor(_BuiltinEvictor):
 
 @dataclass(frozen=True, slots=True)
 class TimeEvictor(_BuiltinEvictor):
-    """Evicts elements with ``timestamp < max_ts - interval_ms`` (``max_ts``: newest in pane)."""
+    """Evicts elements with ``timestamp <= max_ts - interval_ms`` (``max_ts``: newest in pane)."""
 
     interval_ms: int
     do_evict_after: bool = False
@@ -211,4 +211,4 @@ class TimeEvictor(_BuiltinEvictor):
         if not elements:
             return
         cutoff = max(e.timestamp for e in elements) - self.interval_ms
-        remove_where(elements, lambda e: e.timestamp < cutoff)
+        remove_where(elements, lambda e: e.timestamp <= cutoff)
