@@ -159,6 +159,20 @@ def test_changed_definition_is_fingerprint_mismatch_with_rebuild_hint(root_uri, 
     assert list(changed.pipeline_store.list("v=00000002")) == []
 
 
+def test_an_earlier_fingerprint_of_the_definition_is_accepted_and_the_next_commit_replaces_it(
+        root_uri, s3_settings):
+    """Earlier windowlib versions fingerprinted custom functions differently: their checkpoints
+    stay readable (``Pipeline.earlier_fingerprints``); a run then records the current one."""
+    _run(_cs(root_uri, s3_settings, fp="fp-earlier"), s3_settings, "run-1", 1)
+    upgraded = _cs(root_uri, s3_settings, earlier_fingerprints=("fp-earlier",))
+    assert upgraded.latest().fingerprint == "fp-earlier"
+    _run(upgraded, s3_settings, "run-2", 2)
+    assert upgraded.latest().fingerprint == FP
+    with pytest.raises(StateError) as err:
+        _cs(root_uri, s3_settings, fp="fp-earlier").latest()
+    assert err.value.code == "FINGERPRINT_MISMATCH"
+
+
 def test_names_are_validated(root_uri, s3_settings):
     for bad in ["Demo", "../x", "a/b", "", "a-b"]:
         with pytest.raises(DefinitionError) as err:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from windowlib.core.describe import describe_callable
 from windowlib.core.errors import DefinitionError
 from windowlib.core.evictors import (
     CountEvictor,
@@ -136,8 +137,7 @@ def test_describe_names_the_class_and_every_parameter():
         "evictor": "windowlib.core.evictors.CountEvictor", "max_count": 3,
         "do_evict_after": True}
     assert TimeEvictor.of("1 minute").describe()["interval_ms"] == 60_000
-    assert DeltaEvictor.of(2.5, abs_delta).describe()["delta_fn"] == {
-        "module": __name__, "qualname": "abs_delta"}
+    assert DeltaEvictor.of(2.5, abs_delta).describe()["delta_fn"] == describe_callable(abs_delta)
 
 
 def test_evictors_are_frozen_configuration():

@@ -1,10 +1,12 @@
 """Fingerprints see everything that changes results (SPEC §8: an incompatible definition is
-refused), and the built-ins keep the fingerprints their users' checkpoints were written with.
+refused), and no checkpoint written before is refused after an upgrade.
 
-* ``PINNED``: the fingerprints of built-in definitions (every assigner, trigger, evictor and
-  declarative aggregate; callables from the standard library, whose descriptions do not depend
-  on this module's name) as windowlib computed them before custom objects were described by
-  their state. A change here refuses every such checkpoint: never update a value, add cases.
+* ``PINNED``: fingerprints as windowlib computed them before custom objects were described by
+  their state. Definitions of built-ins only (``BUILT_INS``: every assigner, trigger, evictor
+  and declarative aggregate) keep theirs exactly; definitions with user code (``WITH_CODE``:
+  callables from the standard library, custom classes whose old descriptions did not depend
+  on this module's name) may get a new one, but the old one stays accepted
+  (``Pipeline.earlier_fingerprints``). Never update a value; add cases.
 * A custom trigger, evictor or function without ``describe()`` is described by its class
   (module, qualified name, source) and its constructor state; state that cannot be described
   is refused with ``DEFINITION_UNDESCRIBABLE`` when the fingerprint is taken.
@@ -60,8 +62,6 @@ BUILT_INS = {
         wl.ContinuousEventTimeTrigger.of("1 minute"))).aggregate(agg.count()),
     "continuous_processing": lambda: tumbling().trigger(
         wl.ContinuousProcessingTimeTrigger.of(500)).aggregate(agg.count()),
-    "delta_trigger": lambda: tumbling().trigger(wl.DeltaTrigger.of(5, operator.sub))
-    .aggregate(agg.count()),
     "count_processing_never": lambda: base().window(wl.GlobalWindows.create())
     .trigger(wl.Any(wl.CountTrigger.of(3), wl.ProcessingTimeTrigger.create(),
                     wl.NeverTrigger.create(), wl.EventTimeTrigger.create()))
@@ -83,13 +83,26 @@ BUILT_INS = {
     "evictors": lambda: tumbling().evictor(wl.TimeEvictor.of("1 minute", do_evict_after=True))
     .aggregate(agg.count()),
     "count_evictor": lambda: tumbling().evictor(wl.CountEvictor.of(3)).aggregate(agg.count()),
-    "delta_evictor": lambda: tumbling().evictor(wl.DeltaEvictor.of(2.5, operator.sub))
-    .aggregate(agg.count()),
-    "reduce_builtin_fn": lambda: tumbling().reduce(operator.add),
-    "fold_initial": lambda: tumbling().fold({"text": "", "n": [1, 2]}, operator.add),
     "max_future_skew": lambda: wl.Pipeline("fp", timestamp="ts", max_future_skew_ms=5)
     .key_by("key", "k2").window(wl.TumblingEventTimeWindows.of(10)).aggregate(agg.count()),
 }
+
+
+def with_code() -> dict:
+    """Definitions with user code (built lazily: the classes are defined further down)."""
+    return {
+        "delta_trigger": lambda: tumbling().trigger(wl.DeltaTrigger.of(5, operator.sub))
+        .aggregate(agg.count()),
+        "delta_evictor": lambda: tumbling().evictor(wl.DeltaEvictor.of(2.5, operator.sub))
+        .aggregate(agg.count()),
+        "reduce_builtin_fn": lambda: tumbling().reduce(operator.add),
+        "fold_initial": lambda: tumbling().fold({"text": "", "n": [1, 2]}, operator.add),
+        "custom_trigger": lambda: tumbling().trigger(MyTrigger(5)).aggregate(agg.count()),
+        "custom_function": lambda: tumbling().process(Threshold(5)),
+        "custom_function_datetime": lambda: tumbling().process(
+            Threshold(dt.datetime(2024, 3, 1, tzinfo=dt.UTC))),
+    }
+
 
 PINNED = {
     "tumbling_sum_count": "6b88410e55694c18",
@@ -117,12 +130,30 @@ PINNED = {
     "reduce_builtin_fn": "4852994a2119ee9c",
     "fold_initial": "5be0fe02f79e61fe",
     "max_future_skew": "41e77dcc8e89ccc4",
+    "custom_trigger": "f071a8b1b7d3ec61",
+    "custom_function": "bba58277a58f9178",
+    "custom_function_datetime": "a02496bbfb2f7103",
 }
 
 
 @pytest.mark.parametrize("name", sorted(BUILT_INS))
 def test_built_in_definitions_keep_their_fingerprints(name):
-    assert BUILT_INS[name]().fingerprint == PINNED[name]
+    pipeline = BUILT_INS[name]()
+    assert pipeline.fingerprint == PINNED[name]
+    assert pipeline.earlier_fingerprints == ()
+
+
+@pytest.mark.parametrize("name", sorted(with_code()))
+def test_checkpoints_of_definitions_with_user_code_stay_accepted(name):
+    pipeline = with_code()[name]()
+    assert PINNED[name] in (pipeline.fingerprint, *pipeline.earlier_fingerprints)
+    assert pipeline.fingerprint not in pipeline.earlier_fingerprints
+
+
+def test_builtin_callables_are_told_apart():
+    """Earlier, every C function was described as ``builtin_function_or_method``."""
+    add, mul = tumbling().reduce(operator.add), tumbling().reduce(operator.mul)
+    assert add.fingerprint != mul.fingerprint
 
 
 # --- custom objects ------------------------------------------------------------------------
@@ -274,9 +305,20 @@ def test_state_that_cannot_be_described_is_refused_naming_where_it_is(state):
         assert "describe()" in str(info.value)
 
 
-def test_a_cycle_in_the_state_is_refused():
+def test_a_reference_back_to_an_object_being_described_is_marked_not_followed():
     trigger = MyTrigger(1)
-    trigger.n = [trigger]
+    trigger.n = [trigger, lambda: trigger.n]
+    first = fp_trigger(trigger)
+    assert first == fp_trigger(trigger)
+    assert trigger.describe()["attributes"]["n"][0] == {"back_reference": "MyTrigger",
+                                                         "depth": 0}
+
+
+def test_a_describe_that_returns_no_json_is_refused():
+    class Bad(Described):
+        def describe(self):
+            return {"n": object()}
+
     with pytest.raises(wl.DefinitionError) as info:
-        fp_trigger(trigger)
+        fp_trigger(Bad(1))
     assert info.value.code == "DEFINITION_UNDESCRIBABLE"

@@ -113,6 +113,8 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("ARGUMENT_INVALID", _D, USER, "an argument of the wrong kind or value (the message names "
      "it and what was expected)"),
     ("CALENDAR_UNIT_INVALID", _D, USER, "CalendarWindows with an unknown unit"),
+    ("DEFINITION_UNDESCRIBABLE", _D, USER, "a custom trigger, evictor, function or strategy "
+     "holds state its fingerprint cannot describe (give its class a describe())"),
     ("DEMO_ROOT_FOREIGN", _D, USER, "the demo's --root is a non-empty folder the demo did not "
      "create"),
     ("DURATION_INVALID", _D, USER, "a duration that cannot be parsed, is not whole ms, or has "

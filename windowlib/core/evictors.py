@@ -24,6 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from windowlib.core.describe import (
+    describe_callable,
+    describe_instance,
+    earlier_descriptions_active,
+    uses_builtin_form,
+)
 from windowlib.core.errors import DefinitionError
 from windowlib.core.time import duration_ms
 
@@ -69,9 +75,9 @@ class Evictor(abc.ABC):
     * ``size`` is ``len(elements)`` at call time (kept for Flink parity).
     * ``window`` is the pane's window; ``ctx`` is an ``EvictorContext``.
     * Both return ``None``. An evictor is frozen configuration: it holds no runtime state.
-    * ``describe()`` returns canonical JSON-able configuration used in pipeline fingerprints:
-      the class name and every parameter (functions as module + qualname). The default
-      handles dataclass evictors; other subclasses with parameters must override it.
+    * ``describe()`` returns canonical JSON-able configuration used in pipeline fingerprints.
+      A custom evictor is described by its class and constructor state
+      (``describe_instance``); override it to describe the evictor yourself.
     """
 
     __slots__ = ()
@@ -88,6 +94,8 @@ class Evictor(abc.ABC):
 
     def describe(self) -> dict:
         cls = type(self)
+        if not uses_builtin_form(cls):
+            return describe_instance(self)
         out: dict[str, Any] = {"evictor": f"{cls.__module__}.{cls.__qualname__}"}
         if dataclasses.is_dataclass(self):
             for f in dataclasses.fields(self):
@@ -96,10 +104,12 @@ class Evictor(abc.ABC):
 
 
 def _describe_param(value: Any) -> Any:
-    if callable(value):
+    if not callable(value):
+        return value
+    if earlier_descriptions_active():
         return {"module": getattr(value, "__module__", None),
                 "qualname": getattr(value, "__qualname__", type(value).__qualname__)}
-    return value
+    return describe_callable(value)
 
 
 def remove_where(elements: list[TimestampedValue],

@@ -20,9 +20,13 @@ class WatermarkStrategy:
         raise NotImplementedError
 
     def describe(self) -> dict:
-        from windowlib.core.describe import describe_object
+        """Canonical, JSON-able configuration (recorded in every commit). A custom strategy
+        is described by its class and constructor state unless it overrides this."""
+        from windowlib.core.describe import describe_instance, describe_object, uses_builtin_form
 
-        return describe_object(self)
+        if uses_builtin_form(type(self)):
+            return describe_object(self)
+        return describe_instance(self)
 
 
 def _non_negative(value: object, what: str) -> int:

@@ -220,7 +220,9 @@ class ReferenceEngine:
             raise StateError(f"snapshot format_version {version!r} is not supported (this "
                              f"windowlib reads {SNAPSHOT_FORMAT_VERSION})",
                              code="SNAPSHOT_VERSION")
-        if data.get("fingerprint") != self.pipeline.fingerprint:
+        # earlier versions described custom parts differently: their snapshots stay readable
+        if data.get("fingerprint") not in (self.pipeline.fingerprint,
+                                           *self.pipeline.earlier_fingerprints):
             raise StateError(
                 f"the snapshot was written by a different definition of pipeline "
                 f"{self.pipeline.name!r} (fingerprint {data.get('fingerprint')} != "

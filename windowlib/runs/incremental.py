@@ -67,7 +67,7 @@ def open_checkpoint(pipeline: Pipeline, checkpoint: str | CheckpointStore,
     if isinstance(checkpoint, CheckpointStore):
         return checkpoint
     return CheckpointStore(checkpoint, pipeline.name, pipeline.fingerprint, settings=settings,
-                           **kwargs)
+                           earlier_fingerprints=pipeline.earlier_fingerprints, **kwargs)
 
 
 def plan_run(pipeline: Pipeline, source: PartitionedSource, checkpoint: str | CheckpointStore,

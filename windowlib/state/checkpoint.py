@@ -28,6 +28,7 @@ import contextlib
 import json
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -99,14 +100,16 @@ class Staging:
 class CheckpointStore:
     """Checkpoints of one pipeline under ``uri`` (``file://``, path or ``s3://``).
 
-    ``fingerprint`` identifies the pipeline definition; ``retain_versions`` is how many recent
+    ``fingerprint`` identifies the pipeline definition (every commit records it);
+    ``earlier_fingerprints`` are the same definition's fingerprints as earlier windowlib
+    versions computed them, accepted when reading; ``retain_versions`` is how many recent
     versions keep their ephemeral state snapshots (see :meth:`gc`).
     """
 
     def __init__(self, uri: str | ObjectStore, pipeline_name: str, fingerprint: str, *,
                  settings: S3Settings | None = None, retain_versions: int = 3,
-                 manifest_compact_every: int = 16, _line: str = "",
-                 _generation: int | None = None) -> None:
+                 manifest_compact_every: int = 16, earlier_fingerprints: Sequence[str] = (),
+                 _line: str = "", _generation: int | None = None) -> None:
         self.pipeline = validate_pipeline_name(pipeline_name)
         if not isinstance(fingerprint, str) or not fingerprint:
             raise StateError("fingerprint must be a non-empty string", code="STATE_INVALID")
@@ -116,6 +119,7 @@ class CheckpointStore:
         self.root_store = root
         self.pipeline_store = root.child(self.pipeline)
         self.fingerprint = fingerprint
+        self.earlier_fingerprints = tuple(earlier_fingerprints)
         self.retain_versions = retain_versions
         self.manifest_compact_every = manifest_compact_every
         self._line = _line
@@ -145,7 +149,7 @@ class CheckpointStore:
             raise StateError(f"commit record {self.pipeline_store.uri_for(key)} names version "
                              f"{rec['version']} of {rec['pipeline']!r}",
                              code="CHECKPOINT_CORRUPT")
-        if check and rec["fingerprint"] != self.fingerprint:
+        if check and rec["fingerprint"] not in (self.fingerprint, *self.earlier_fingerprints):
             raise StateError(
                 f"pipeline {self.pipeline!r}: the checkpoint (version {version}, generation "
                 f"{rec['generation']}) was written by a different definition (fingerprint "
@@ -309,6 +313,7 @@ class CheckpointStore:
         return CheckpointStore(self.root_store, self.pipeline, fingerprint,
                                retain_versions=self.retain_versions,
                                manifest_compact_every=self.manifest_compact_every,
+                               earlier_fingerprints=self.earlier_fingerprints,
                                _line=line, _generation=generation)
 
     def generation_numbers(self) -> list[int]:

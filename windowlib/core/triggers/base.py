@@ -115,10 +115,14 @@ class Trigger:
         return ()
 
     def describe(self) -> dict:
-        """Canonical, JSON-able configuration (used for fingerprints and docs)."""
-        from windowlib.core.describe import describe_object
+        """Canonical, JSON-able configuration (used for fingerprints and docs). A custom
+        trigger is described by its class and constructor state (``describe_instance``);
+        override this to describe it yourself."""
+        from windowlib.core.describe import describe_instance, describe_object, uses_builtin_form
 
-        return describe_object(self)
+        if uses_builtin_form(type(self)):
+            return describe_object(self)
+        return describe_instance(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
