@@ -163,7 +163,8 @@ def _emit(args: argparse.Namespace, data: dict[str, Any]) -> int:
     head = Table(title=f"{data['pipeline']}", show_header=False)
     for key, value in data.items():
         if key not in ("runs", "pipeline"):
-            head.add_row(key, str(value))
+            head.add_row(key, "\n".join(map(str, value)) if isinstance(value, list) else
+                         str(value))
     console.print(head)
     if data.get("runs"):
         runs = Table(title="recent versions")

@@ -13,6 +13,12 @@ from windowlib.core.errors import DefinitionError
 from windowlib.core.time import MIN_TS, duration_ms
 
 
+def effective_strategy(strategy: WatermarkStrategy | None) -> WatermarkStrategy:
+    """The strategy a run uses: ``strategy``, or ``BoundedOutOfOrderness(0)`` when none is
+    given (SPEC §9's default)."""
+    return strategy if strategy is not None else BoundedOutOfOrderness(0)
+
+
 class WatermarkStrategy:
     """Base class; ``watermark`` returns a candidate watermark (``MIN_TS`` = none yet)."""
 

@@ -36,7 +36,7 @@ from windowlib.core.loop import (
 )
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
-from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.engines.base import EngineRun, Executor, PriorState, RunClock, TimePolicy
 
 SNAPSHOT_FORMAT_VERSION = 1
@@ -67,7 +67,7 @@ class ReferenceEngine:
                  snapshot: Mapping[str, Any] | None = None) -> None:
         self.pipeline = pipeline
         self.logic = pipeline.compile()
-        self.strategy = watermark if watermark is not None else BoundedOutOfOrderness(0)
+        self.strategy = effective_strategy(watermark)
         self.clock = Clock()
         self.times = BundleClock()
         self.sink = Sink()

@@ -37,7 +37,7 @@ from windowlib.core.loop import RunClock
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
-from windowlib.core.watermarks import WatermarkStrategy
+from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
 from windowlib.runs.source import PartitionedSource, SourceFile
@@ -156,6 +156,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
 
     say = progress or (lambda _m: None)
     started = time.monotonic()
+    strategy = effective_strategy(watermark).describe()   # recorded; refused before any I/O
     spark = spark or get_or_create_session()
     cs = open_checkpoint(pipeline, checkpoint, settings)
     parent = cs.latest()
@@ -194,7 +195,8 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
             fault_point(CrashPoint.AFTER_STAGE)
             summary = _summary(pipeline, plan, run, staged, staging, files, started)
             details = CommitDetails({name: staged.frames[name].to_dict() for name in STAGED},
-                                    staged.state_schema.jsonValue(), run.state_kind)
+                                    staged.state_schema.jsonValue(), run.state_kind,
+                                    watermark_strategy=strategy)
             record = RunRecord(
                 watermark_ms=run.clock.watermark, processing_time_ms=run.clock.processing_time,
                 max_event_time_ms=run.clock.max_event_ts,

@@ -16,9 +16,11 @@ Expectations not importable, or the validation itself erroring — raises
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, QualityError, StateError
@@ -181,7 +183,12 @@ def blocked_message(name: str, validation: dict[str, Any] | None, override: str)
 
 
 def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
-    """Watermark, last versions, state size, consumed files (small JSON)."""
+    """Watermark, last versions, state size, consumed files (small JSON).
+
+    Watermark strategies: ``watermark_strategy`` is the one the last commit used, each run
+    lists its own, and ``watermark_strategy_changes`` names every change among the listed
+    versions (``"v4: A -> B"``) and, when the job now configures another one, the next run's
+    (``"next run: B -> C"``): allowed, as in Flink, but visible."""
     checkpoint, output = job.locations(root)
     cs = open_checkpoint(job.pipeline, checkpoint)
     try:
@@ -192,18 +199,50 @@ def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
         return {"pipeline": job.name, "version": None, "checkpoint": checkpoint,
                 "output": output, "runs": []}
     stats = head.stats
-    runs = []
+    runs, strategies = [], []
     for c in cs.history(history):
         s = c.stats
+        strategy = CommitDetails.of(c.extra).watermark_strategy
+        strategies.append((str(c.version), strategy))
         runs.append({"version": c.version, "run_id": c.run_id, "created_at": c.created_at,
                      "kind": c.kind, "firings": s.get("firings"), "late": s.get("late"),
-                     "rejects": s.get("rejects"), "files": s.get("files_consumed")})
+                     "rejects": s.get("rejects"), "files": s.get("files_consumed"),
+                     "watermark_strategy": strategy_label(strategy)})
+    configured = getattr(job, "watermark", None)
+    if configured is not None:
+        strategies.insert(0, ("next run", configured.describe()))
     return {"pipeline": job.name, "version": head.version, "generation": head.generation,
             "watermark": iso_ms(head.watermark_ms),
+            "watermark_strategy": strategy_label(CommitDetails.of(head.extra)
+                                                 .watermark_strategy),
+            "watermark_strategy_changes": _strategy_changes(strategies),
             "processing_time": iso_ms(head.processing_time_ms),
             "state_rows": stats.get("state_rows"), "state_bytes": stats.get("state_bytes"),
             "files_consumed_total": len(cs.manifest(head)), "checkpoint": checkpoint,
             "output": output, "runs": runs}
+
+
+def strategy_label(described: dict[str, Any] | None) -> str | None:
+    """A watermark strategy's ``describe()`` as ``Name(param=value, ...)`` (``None``: not
+    recorded)."""
+    if described is None:
+        return None
+    if "type" in described:
+        name, params = described["type"], {k: v for k, v in described.items() if k != "type"}
+    elif "instance" in described:
+        name, params = described["instance"].get("callable"), described.get("attributes") or {}
+    else:
+        return json.dumps(described, sort_keys=True)
+    args = ", ".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in sorted(params.items()))
+    return f"{name}({args})"
+
+
+def _strategy_changes(newest_first: list[tuple[str, Any]]) -> list[str]:
+    """``"<version>: old -> new"`` for each change between recorded strategies, oldest first
+    (a version without a record is skipped: unknown is no change)."""
+    recorded = [(v, s) for v, s in reversed(newest_first) if s is not None]
+    return [f"{'v' + v if v.isdigit() else v}: {strategy_label(a)} -> {strategy_label(b)}"
+            for (_, a), (v, b) in pairwise(recorded) if a != b]
 
 
 GC_GRACE_HOURS = 6.0

@@ -137,18 +137,22 @@ class RunPlan:
 class CommitDetails:
     """What an incremental run records in its commit record besides the storage protocol's own
     fields (``RunRecord.extra``, its on-disk form): the staged frames (``FrameInfo`` dicts,
-    pane state included), the state's schema and format (``state_kind``), and the audit."""
+    pane state included), the state's schema and format (``state_kind``), the audit, and the
+    watermark strategy the run used (its ``describe()``; ``None`` in records written before it
+    was recorded)."""
 
     frames: dict[str, Any] = field(default_factory=dict)
     state_schema: dict[str, Any] | None = None
     state_kind: str | None = None
     validation: dict[str, Any] | None = None
     publish_on_failure: bool = False
+    watermark_strategy: dict[str, Any] | None = None
 
     def to_extra(self) -> dict[str, Any]:
         return {"frames": self.frames, "state_schema": self.state_schema,
                 "state_kind": self.state_kind, "validation": self.validation,
-                "publish_on_failure": self.publish_on_failure}
+                "publish_on_failure": self.publish_on_failure,
+                "watermark_strategy": self.watermark_strategy}
 
     @classmethod
     def of(cls, extra: Any) -> CommitDetails:
@@ -158,4 +162,5 @@ class CommitDetails:
         return cls(dict(extra.get("frames") or {}), extra.get("state_schema"),
                    extra.get("state_kind") or ("general-keys" if extra.get("state_schema")
                                                else None),
-                   extra.get("validation"), bool(extra.get("publish_on_failure")))
+                   extra.get("validation"), bool(extra.get("publish_on_failure")),
+                   extra.get("watermark_strategy"))
