@@ -87,3 +87,19 @@ def test_status_warns_when_the_next_run_uses_another_strategy(tmp_path, monkeypa
     assert "next run:" in out and "['" not in out
     assert "BoundedOutOfOrderness(delay_ms=600000) ->" in out
     assert "ProcessingTimeLag(lag_ms=3600000)" in out
+
+
+def test_clock_sentinels_in_records_written_before_read_as_none(tmp_path):
+    """Earlier versions wrote the -inf sentinel into commit records (a run that accepted no
+    event); a ``Commit`` gives ``None`` for it, and the next run continues from -inf."""
+    from windowlib.core.time import MIN_TS
+    from windowlib.runs.incremental import _prior
+
+    job = Job(tmp_path.as_uri(), LAG)
+    cs = open_checkpoint(job.pipeline, job.locations(job.root)[0])
+    cs.commit(cs.begin("run-1"), RunRecord(watermark_ms=MIN_TS, processing_time_ms=5,
+                                           max_event_time_ms=MIN_TS))
+    head = cs.latest()
+    assert (head.watermark_ms, head.processing_time_ms, head.max_event_time_ms) == (None, 5, None)
+    clock = _prior(head, spark=None, settings=None).clock
+    assert (clock.watermark, clock.processing_time, clock.max_event_ts) == (MIN_TS, 5, MIN_TS)
