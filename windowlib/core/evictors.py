@@ -55,10 +55,11 @@ class TimestampedValue:
 
 
 class EvictorContext(Protocol):
-    """What the driver tells an evictor about time when it calls it."""
+    """What the driver tells an evictor about time when it calls it: epoch ms, or ``None``
+    while a clock has no finite value (as the window function's ``Context``)."""
 
-    current_watermark: int
-    current_processing_time: int
+    current_watermark: int | None
+    current_processing_time: int | None
 
 
 class Evictor(abc.ABC):

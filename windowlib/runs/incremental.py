@@ -36,7 +36,7 @@ from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.loop import RunClock
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.time import MIN_TS
+from windowlib.core.time import MIN_TS, finite_ms
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
@@ -197,9 +197,11 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
             details = CommitDetails({name: staged.frames[name].to_dict() for name in STAGED},
                                     staged.state_schema.jsonValue(), run.state_kind,
                                     watermark_strategy=strategy)
-            record = RunRecord(
-                watermark_ms=run.clock.watermark, processing_time_ms=run.clock.processing_time,
-                max_event_time_ms=run.clock.max_event_ts,
+            clock = run.clock
+            record = RunRecord(   # no clock sentinels in records: None until known
+                watermark_ms=finite_ms(clock.watermark),
+                processing_time_ms=finite_ms(clock.processing_time),
+                max_event_time_ms=finite_ms(clock.max_event_ts),
                 stats={k: v for k, v in summary.to_dict().items()
                        if k not in ("validation", "status", "published")},
                 extra=details.to_extra(), consumed=plan.files, prefixes=list(STAGED))
@@ -241,7 +243,7 @@ def _summary(pipeline: Pipeline, plan: RunPlan, run: Any, staged: Any, staging: 
                          version=staging.version, generation=staging.generation)
     summary.check_conservation()
     w = run.clock.watermark
-    summary.watermark_ms = None if w == MIN_TS else w
+    summary.watermark_ms = finite_ms(w)
     summary.watermark, summary.processing_time = iso_ms(w), iso_ms(run.clock.processing_time)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary

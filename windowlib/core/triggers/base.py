@@ -38,9 +38,11 @@ _FIRE, _PURGE, _FIRE_AND_PURGE = TriggerResult.FIRE, TriggerResult.PURGE, \
 class TriggerContext(Protocol):
     """What a trigger may use during a callback (one key and one window at a time).
 
-    ``current_watermark`` and ``current_processing_time`` are ms ints (``MIN_TS`` before any
-    watermark). Timers are deduplicated per (time, window); deleting a timer removes only this
-    trigger's registration. During ``on_merge``, ``merge_partitioned_state(descriptor)`` merges
+    ``current_watermark`` and ``current_processing_time`` are ms ints in the timers' domain
+    (``MIN_TS`` before any watermark, ``MAX_TS`` after the end of input: unlike the window
+    function's ``Context``, never ``None``, so comparisons with timers hold at both ends).
+    Timers are deduplicated per (time, window); deleting a timer removes only this trigger's
+    registration. During ``on_merge``, ``merge_partitioned_state(descriptor)`` merges
     the state of the windows being merged into the new window.
     """
 
