@@ -154,7 +154,8 @@ def test_changed_definition_is_fingerprint_mismatch_with_rebuild_hint(root_uri, 
         with pytest.raises(StateError) as err:
             call()
         assert err.value.code == "FINGERPRINT_MISMATCH"
-        assert "backfill demo --rebuild" in str(err.value)
+        assert "`windowlib backfill --pipeline demo --rebuild`" in str(err.value)
+        assert "run_incremental(..., rebuild=True)" in str(err.value)
     assert [c.version for c in changed.history()] == [1]
     assert list(changed.pipeline_store.list("v=00000002")) == []
 
