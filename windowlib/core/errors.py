@@ -245,6 +245,24 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_USER if isinstance(exc, DefinitionError | InputError) else EXIT_FAILED
 
 
+_REBUILD_MARK = "start a new state generation (a rebuild"
+
+
+def rebuild_hint(pipeline: str | None = None) -> str:
+    """The one wording of "start over" in error messages: a rebuild (SPEC §8), as the command of
+    a registered job (runnable as written at the default root; the CLI and
+    ``jobs/run_pipeline.py`` print it with the root they ran with) and as the API call."""
+    name = pipeline or "NAME"
+    return (f"{_REBUILD_MARK}, published only when complete): "
+            f"`windowlib backfill --pipeline {name} --rebuild` for a registered job, or "
+            "`wl.run_incremental(..., rebuild=True)`")
+
+
+def suggests_rebuild(exc: BaseException) -> bool:
+    """Whether ``exc``'s message suggests a rebuild (it contains ``rebuild_hint``)."""
+    return isinstance(exc, WindowlibError) and _REBUILD_MARK in str(exc)
+
+
 def is_user_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the caller's to fix (``exit_code(exc) == EXIT_USER``): no retry."""
     return exit_code(exc) == EXIT_USER
@@ -252,4 +270,5 @@ def is_user_error(exc: BaseException) -> bool:
 
 __all__ = ["ERROR_CLASSES", "EXIT_FAILED", "EXIT_OK", "EXIT_USER", "REGISTRY",
            "DefinitionError", "ErrorCode", "ExecutionError", "InputError", "QualityError",
-           "StateError", "WindowlibError", "exit_code", "is_user_error"]
+           "StateError", "WindowlibError", "exit_code", "is_user_error", "rebuild_hint",
+           "suggests_rebuild"]

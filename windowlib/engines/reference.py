@@ -226,7 +226,7 @@ class ReferenceEngine:
             raise StateError(
                 f"the snapshot was written by a different definition of pipeline "
                 f"{self.pipeline.name!r} (fingerprint {data.get('fingerprint')} != "
-                f"{self.pipeline.fingerprint}); start a new state generation (rebuild)",
+                f"{self.pipeline.fingerprint}); start again without the snapshot",
                 code="FINGERPRINT_MISMATCH")
         try:
             self.times = BundleClock(int(data["watermark"]), int(data["processing_time"]))

@@ -291,7 +291,8 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                     result_schema: str | None = None, processing_time: Any = None,
                     validate: Callable[[Any, RunSummary], dict[str, Any]] | None = None,
                     publish_on_failure: bool = False, dry_run: bool = False,
-                    progress: Progress | None = None, path: str = "auto") -> RunSummary:
+                    progress: Progress | None = None, path: str = "auto",
+                    rebuild: bool = False) -> RunSummary:
     """One incremental run (SPEC §9): plan, stage, optionally validate, publish. ``path``:
     see ``stage_run`` (the native path runs declarative pipelines with the default trigger in
     Spark SQL, carrying window state between runs).
@@ -299,6 +300,13 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
     ``validate(staged_firings_df, summary) -> {"success": bool, "failed": [...], ...}`` gates
     the publish (see ``publish_run``). With ``run_id`` given, a retry of a run whose commit
     already succeeded returns that commit's summary (status ``already_published``).
+
+    ``rebuild=True`` (SPEC §8): a new state generation from scratch over ``partitions`` (all
+    when ``None``), run in its own line and published — one atomic commit replacing the state
+    and the history readers see — only when its run published (validated); until then readers
+    and runs keep the current generation. It is how a changed definition or a damaged
+    checkpoint starts over. Status ``rebuild published``, or ``rebuild not published
+    (blocked | nothing_new)``.
     """
     if not isinstance(source, PartitionedSource):
         raise DefinitionError("source must be a wl.PartitionedSource", code="ARGUMENT_INVALID")
@@ -310,6 +318,12 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                                             "status": RunStatus.ALREADY_PUBLISHED})
             summary.published, summary.version = True, done.version
             return summary
+    options = {"spark": spark, "settings": settings, "result_schema": result_schema,
+               "processing_time": processing_time, "validate": validate,
+               "publish_on_failure": publish_on_failure, "progress": progress, "path": path}
+    if rebuild:
+        return _rebuild(pipeline, source, open_checkpoint(pipeline, checkpoint, settings),
+                        output, partitions, watermark, run_id, dry_run, options)
     plan = plan_run(pipeline, source, checkpoint, partitions=partitions, run_id=run_id,
                     settings=settings)
     if plan.empty or dry_run:
@@ -330,6 +344,32 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
         progress(f"publishing version {staged.staging.version}")
     return publish_run(pipeline, checkpoint, staged, validation=outcome,
                        publish_on_failure=publish_on_failure, settings=settings)
+
+
+def _rebuild(pipeline: Pipeline, source: PartitionedSource, main: CheckpointStore, output: str,
+             partitions: Sequence[Any] | None, watermark: WatermarkStrategy | None,
+             run_id: str | None, dry_run: bool, options: dict[str, Any]) -> RunSummary:
+    """``run_incremental(..., rebuild=True)``: one run in a new generation's line, then the
+    generation's commit in the main line. No generation is started for a dry run or an empty
+    range; an unpublished line is left to ``gc``."""
+    first, last = partitions if partitions is not None else (None, None)
+    parts = source.list_partitions(first, last)
+    files = sum(len(p.files) for p in parts)
+    if dry_run or not files:
+        return RunSummary(pipeline=pipeline.name, run_id=run_id or "rebuild",
+                          status=RunStatus.DRY_RUN if dry_run else RunStatus.REBUILD_NOTHING_NEW,
+                          started_at=_now(), finished_at=_now(), files_consumed=files,
+                          partitions=[p.value for p in parts])
+    line = main.start_generation(run_id or "rebuild")
+    summary = run_incremental(pipeline, source, line, output, partitions, watermark,
+                              run_id=run_id, **options)
+    if summary.status != RunStatus.PUBLISHED:
+        summary.status = summary.status.as_rebuild()
+        return summary
+    commit = main.commit_generation(line, run_id=run_id or "rebuild")
+    summary.version, summary.generation = commit.version, commit.generation
+    summary.status = RunStatus.REBUILD_PUBLISHED
+    return summary
 
 
 # --- a staged run across processes ------------------------------------------------------------

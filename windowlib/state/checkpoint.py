@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from windowlib.core.errors import DefinitionError, StateError
+from windowlib.core.errors import DefinitionError, StateError, rebuild_hint
 from windowlib.state import layout as L
 from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import Manifest
@@ -144,7 +144,7 @@ class CheckpointStore:
         data = self.pipeline_store.read_bytes(key)
         if data is None:
             return None
-        rec = L.decode_record(data, self.pipeline_store.uri_for(key))
+        rec = L.decode_record(data, self.pipeline_store.uri_for(key), self.pipeline)
         if rec["version"] != version or rec["pipeline"] != self.pipeline:
             raise StateError(f"commit record {self.pipeline_store.uri_for(key)} names version "
                              f"{rec['version']} of {rec['pipeline']!r}",
@@ -154,10 +154,13 @@ class CheckpointStore:
                 f"pipeline {self.pipeline!r}: the checkpoint (version {version}, generation "
                 f"{rec['generation']}) was written by a different definition (fingerprint "
                 f"{str(rec['fingerprint'])[:12]}…, now {self.fingerprint[:12]}…). Nothing was "
-                f"changed. To start over with the new definition run `windowlib backfill "
-                f"{self.pipeline} --rebuild` (a new state generation).",
+                f"changed. Revert the definition, or {rebuild_hint(self.pipeline)}.",
                 code="FINGERPRINT_MISMATCH")
         return Commit(version, rec, self.uri)
+
+    def versions(self) -> list[int]:
+        """Committed version numbers of this line, ascending (no record is read)."""
+        return self._versions()
 
     def _versions(self) -> list[int]:
         prefix = self._line_key(L.COMMITS)
@@ -200,8 +203,17 @@ class CheckpointStore:
         return [c for v in versions if (c := self._read_commit(v, check=False)) is not None]
 
     def find_run(self, run_id: str, limit: int = 50) -> Commit | None:
-        """The commit made by ``run_id`` among the ``limit`` newest, if any (idempotent retries)."""
-        return next((c for c in self.history(limit) if c.run_id == run_id), None)
+        """The commit made by ``run_id`` among the ``limit`` newest, if any (idempotent retries).
+        A record that cannot be read is skipped: what needs it (``latest``) raises anyway, and a
+        rebuild over a damaged checkpoint must still find its own commit."""
+        for v in self._versions()[::-1][:limit]:
+            try:
+                c = self._read_commit(v, check=False)
+            except StateError:
+                continue
+            if c is not None and c.run_id == run_id:
+                return c
+        return None
 
     def manifest(self, commit: Commit | None = None) -> Manifest:
         """The input manifest as of ``commit`` (default: latest; empty for a new pipeline)."""
@@ -211,27 +223,30 @@ class CheckpointStore:
         if commit.version not in self._manifests or len(self._manifests) > 8:
             if len(self._manifests) > 8:
                 self._manifests.clear()
-            self._manifests[commit.version] = Manifest.load(self.pipeline_store,
-                                                            commit.record.get("manifest"))
+            self._manifests[commit.version] = Manifest.load(
+                self.pipeline_store, commit.record.get("manifest"), self.pipeline)
         return self._manifests[commit.version]
 
     def committed(self, generation: int | None = None) -> list[Commit]:
         """Run commits whose outputs readers see: every run of ``generation`` (default: the
-        current one), oldest first; a published rebuild expands to its line's commits."""
+        current one), oldest first; a published rebuild expands to its line's commits. Records
+        older than the rebuild that published ``generation`` are not read (a rebuild replaces
+        a damaged history)."""
         head = self.latest(check_fingerprint=False)
         if head is None:
             return []
         gen = head.generation if generation is None else generation
-        out: list[Commit] = []
-        for c in reversed(self.history()):
-            if c.generation != gen:
+        newest_first: list[Commit] = []
+        for v in self._versions()[::-1]:
+            c = self._read_commit(v, check=False)
+            if c is None or c.generation != gen:
                 continue
             if c.kind == "generation":
                 line = self._for_line(str(c.record["line"]), gen, c.fingerprint)
-                out = [x for x in reversed(line.history()) if x.version <= c.record["line_version"]]
-            else:
-                out.append(c)
-        return out
+                runs = [x for x in line.history() if x.version <= c.record["line_version"]]
+                return runs[::-1] + newest_first[::-1]
+            newest_first.append(c)
+        return newest_first[::-1]
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -305,7 +320,7 @@ class CheckpointStore:
         with contextlib.suppress(StateError):  # best effort: only a hint for latest_version()
             self.pipeline_store.write_bytes(self._line_key(L.LATEST_HINT),
                                             json.dumps({"version": version}).encode())
-        return Commit(version, L.decode_record(data, key), self.uri)
+        return Commit(version, L.decode_record(data, key, self.pipeline), self.uri)
 
     # -- generations (rebuilds) -------------------------------------------------------------
 
@@ -334,8 +349,9 @@ class CheckpointStore:
         if self._line:
             raise StateError("start_generation is called on the pipeline's main store",
                              code="STATE_INVALID")
-        head = self.latest(check_fingerprint=False)
-        g = max([head.generation if head else 0, *self.generation_numbers()]) + 1
+        # no record is read (the head may be damaged: a rebuild is how to start over): the
+        # current generation is 1 or one whose line exists
+        g = max([1 if self.latest_version() else 0, *self.generation_numbers()]) + 1
         while True:
             line = L.generation_prefix(g)
             marker = json.dumps({"generation": g, "run_id": run_id, "created_at": _now_iso(),
@@ -354,13 +370,12 @@ class CheckpointStore:
         if last is None:
             raise StateError("the new generation has no committed run yet; nothing to publish",
                              code="STATE_INVALID")
-        head = self.latest(check_fingerprint=False)
-        version = head.version + 1 if head else 1
+        head = self.latest_version()    # not read: it may be damaged
         body = {k: v for k, v in last.record.items() if k != "checksum"}
-        body.update({"kind": "generation", "version": version, "run_id": run_id,
-                     "parent_version": head.version if head else None, "line": line._line,
+        body.update({"kind": "generation", "version": head + 1, "run_id": run_id,
+                     "parent_version": head or None, "line": line._line,
                      "line_version": last.version, "created_at": _now_iso()})
-        return self._publish(version, body, None)
+        return self._publish(head + 1, body, None)
 
     def gc(self, *, grace_seconds: float = 3600.0, now: datetime | None = None) -> GcReport:
         """Remove uncommitted leftovers and snapshots beyond retention (see ``gc.collect``)."""

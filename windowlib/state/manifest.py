@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import StateError, rebuild_hint
 from windowlib.state.objectstore import ObjectStore
 
 __all__ = ["FileEntry", "Manifest"]
@@ -58,14 +58,14 @@ def _encode(entries: Iterable[FileEntry]) -> bytes:
     return gzip.compress(lines.encode(), mtime=0)
 
 
-def _decode(data: bytes, where: str) -> list[FileEntry]:
+def _decode(data: bytes, where: str, pipeline: str | None) -> list[FileEntry]:
     try:
         text = gzip.decompress(data).decode()
         return [FileEntry.from_dict(json.loads(line)) for line in text.splitlines() if line]
     except (OSError, EOFError, ValueError, KeyError, TypeError):
         raise StateError(f"input manifest {where} is truncated or corrupt; the checkpoint is "
-                         "left untouched (`windowlib backfill --rebuild` starts over)",
-                         code="CHECKPOINT_CORRUPT") from None
+                         f"left untouched: restore the object from a backup, or "
+                         f"{rebuild_hint(pipeline)}", code="CHECKPOINT_CORRUPT") from None
 
 
 class Manifest:
@@ -100,8 +100,10 @@ class Manifest:
     new_files = consumed  # clearer alias: returns the *new* files
 
     @classmethod
-    def load(cls, store: ObjectStore, ref: dict[str, Any] | None) -> Manifest:
-        """Read the manifest a commit record's ``manifest`` field points to (empty if None)."""
+    def load(cls, store: ObjectStore, ref: dict[str, Any] | None,
+             pipeline: str | None = None) -> Manifest:
+        """Read the manifest a commit record's ``manifest`` field points to (empty if None);
+        ``pipeline`` names the pipeline in error messages."""
         if not ref:
             return cls()
         base = ref.get("base")
@@ -111,8 +113,9 @@ class Manifest:
             data = store.read_bytes(key)
             if data is None:
                 raise StateError(f"input manifest {store.uri_for(key)} named by the commit "
-                                 "record is missing", code="CHECKPOINT_CORRUPT")
-            entries.extend(_decode(data, store.uri_for(key)))
+                                 f"record is missing: restore it from a backup, or "
+                                 f"{rebuild_hint(pipeline)}", code="CHECKPOINT_CORRUPT")
+            entries.extend(_decode(data, store.uri_for(key), pipeline))
         return cls(entries, base=base, deltas=deltas)
 
     def stage(self, store: ObjectStore, staging_key: str, files: Iterable[FileEntry],
