@@ -9,8 +9,9 @@ It looks the job up in the registry (``jobs.registry``, or the module named by
 ``WINDOWLIB_REGISTRY``), gets a SparkSession (the one ``spark-submit`` configured, a Spark
 Connect session when ``SPARK_REMOTE`` is set, else a local one) and runs it through
 ``windowlib.runs.operations`` (an incremental run with the job's GX gate, or ``--rebuild``: a new
-state generation over ``--first..--last``) with the job's source, checkpoint and output
-locations under ``--root`` (default ``$WINDOWLIB_ROOT`` or ``file://<repo>/.local/lake``).
+state generation over ``--first..--last``, or over every partition without them) with the
+job's source, checkpoint and output locations under ``--root`` (default ``$WINDOWLIB_ROOT`` or
+``file://<repo>/.local/lake``).
 
 ``--run-id`` is the idempotency key (the DAGs pass ``{dag_id}:{run_id}@v{parent version}``):
 a retry of a run whose commit already succeeded publishes nothing and exits 0.
@@ -65,8 +66,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="turn the job's GX gate off (recorded as validation: off); "
                              "without it a run that cannot be validated publishes nothing")
     parser.add_argument("--rebuild", action="store_true",
-                        help="start a new state generation over the range (published when "
-                             "complete)")
+                        help="start a new state generation over the range, or over every "
+                             "partition without --first/--last (published when complete)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print what would run; start no Spark session")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -181,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except WindowlibError as exc:
         print(str(exc), file=sys.stderr)  # "[CODE] message"
+        from windowlib.runs.operations import rebuild_line
+
+        hint = rebuild_line(exc, ["python", "jobs/run_pipeline.py"], args.pipeline, args.root)
+        if hint:
+            print(hint, file=sys.stderr)
         return exit_code(exc)
 
 

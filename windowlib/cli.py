@@ -53,10 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="watermark, versions, state size, consumed files")
     common(status)
 
-    backfill = sub.add_parser("backfill", help="process a range of partitions")
+    backfill = sub.add_parser("backfill", help="process a range of partitions, or rebuild")
     common(backfill)
-    backfill.add_argument("--first", required=True)
-    backfill.add_argument("--last", required=True)
+    backfill.add_argument("--first", help="first partition (with --last; neither: all)")
+    backfill.add_argument("--last", help="last partition")
     backfill.add_argument("--rebuild", action="store_true",
                           help="new state generation from scratch, published when complete")
     backfill.add_argument("--dry-run", action="store_true")
@@ -92,6 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args)
     except WindowlibError as exc:
         print(f"windowlib {args.command}: {exc}", file=sys.stderr)
+        from windowlib.runs.operations import rebuild_line
+
+        hint = rebuild_line(exc, ["windowlib", "backfill"], args.pipeline, args.root)
+        if hint:
+            print(hint, file=sys.stderr)
         return exit_code(exc)
 
 
@@ -124,6 +129,11 @@ def _dispatch(args: argparse.Namespace) -> int:
                                   validate=not args.no_validate, dry_run=args.dry_run,
                                   publish_on_failure=args.publish_on_failure, progress=say)
         else:
+            if (args.first is None) != (args.last is None):
+                from windowlib.core.errors import DefinitionError
+
+                raise DefinitionError("--first and --last go together (neither: every "
+                                      "partition)", code="ARGUMENT_INVALID")
             summary = ops.backfill_job(job, root, args.first, args.last, rebuild=args.rebuild,
                                        validate=not args.no_validate, dry_run=args.dry_run,
                                        progress=say)
@@ -182,14 +192,16 @@ def _emit(args: argparse.Namespace, data: dict[str, Any]) -> int:
     head = Table(title=f"{data['pipeline']}", show_header=False)
     for key, value in data.items():
         if key not in ("runs", "pipeline"):
-            head.add_row(key, str(value))
+            head.add_row(key, "\n".join(map(str, value)) if isinstance(value, list) else
+                         str(value))
     console.print(head)
     if data.get("runs"):
         runs = Table(title="recent versions")
-        for col in data["runs"][0]:
+        columns = list(dict.fromkeys(k for run in data["runs"] for k in run))
+        for col in columns:
             runs.add_column(col)
         for run in data["runs"]:
-            runs.add_row(*(str(v) for v in run.values()))
+            runs.add_row(*(str(run.get(c, "")) for c in columns))
         console.print(runs)
     return 0
 

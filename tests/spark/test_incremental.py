@@ -192,6 +192,22 @@ def test_changed_definition_is_refused(spark, lake):
     assert info.value.code == "FINGERPRINT_MISMATCH"
 
 
+def test_every_commit_records_its_watermark_strategy_and_a_change_is_allowed(spark, lake):
+    """As in Flink, a restarted job may use another watermark strategy (the watermark never
+    moves back); the commit records which one each run used, the default included."""
+    from windowlib.runs.protocol import CommitDetails
+
+    p, loc = pipeline(), locations(lake, "strategies")
+    cs = open_checkpoint(p, loc["checkpoint"])
+    strategies = [None, wl.BoundedOutOfOrderness("10 minutes"), wl.ProcessingTimeLag("1 hour")]
+    for (first, last), wm in zip([(0, 1), (2, 3), (4, 5)], strategies, strict=True):
+        summary = run_incremental(p, partitions=hours(first, last), watermark=wm, spark=spark,
+                                  **loc)
+        assert summary.status == "published"
+        recorded = CommitDetails.of(cs.latest().extra).watermark_strategy
+        assert recorded == (wm or wl.BoundedOutOfOrderness(0)).describe()
+
+
 def test_the_commit_record_counts_the_rows_readers_read_back(spark, lake):
     """All outputs are staged by one routed write whose counts feed the summary: they must
     equal what the readers return. A run is a handful of Spark jobs, not one per output."""

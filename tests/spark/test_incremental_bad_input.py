@@ -143,3 +143,21 @@ def test_a_damaged_file_with_a_readable_footer_counts_its_rows(spark, tmp_path):
                                  f"file://{tmp_path}/out", spark=spark)
     assert (summary.inputs, summary.processed, summary.late, summary.rejects) == (15, 3, 0, 12)
     assert [b["rows"] for b in summary.bad_files] == [12]
+
+
+def test_a_run_that_accepted_no_event_records_no_clock_sentinels(spark, tmp_path):
+    """Only rejected rows: no watermark and no event time yet. The commit says ``None`` (never
+    the -inf integer sentinel), and the next run starts from there."""
+    events = tmp_path / "events"
+    write(events / P00, "part-0.parquet", [row(0, "a", None), row(1, None, "2024-03-01T00:01Z")])
+    source = wl.PartitionedSource(f"file://{tmp_path}/events", schema=SCHEMA, order_by=["seq"])
+    where = (source, f"file://{tmp_path}/checkpoints", f"file://{tmp_path}/windows")
+    first = wl.run_incremental(pipeline(), *where, spark=spark)
+    assert first.status == "published" and first.rejects == 2 and first.watermark is None
+    head = open_checkpoint(pipeline(), where[1]).latest()
+    assert head.watermark_ms is None and head.max_event_time_ms is None
+    assert head.processing_time_ms == 1_709_254_800_000          # the partition's end
+    write(events / P01, "part-0.parquet", [row(2, "a", "2024-03-01T01:05:00Z")])
+    second = wl.run_incremental(pipeline(), *where, spark=spark)
+    assert second.processed == 1
+    assert open_checkpoint(pipeline(), where[1]).latest().max_event_time_ms == 1_709_255_100_000

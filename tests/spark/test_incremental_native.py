@@ -191,6 +191,11 @@ def test_a_checkpoint_keeps_the_path_it_was_written_with(spark, lake):
         run_incremental(native_ok, src, ck2, out2, partitions=_hours(2, 2),
                         watermark=WATERMARK, spark=spark, path="native")
     assert info.value.code == "STATE_SCHEMA_MISMATCH" and "--rebuild" in str(info.value)
+    # ... and the way out works as suggested: a rebuild on the insisted path
+    assert "run_incremental(..., rebuild=True)` with path='native'" in str(info.value)
+    switched = run_incremental(native_ok, src, ck2, out2, watermark=WATERMARK, spark=spark,
+                               path="native", rebuild=True)
+    assert switched.status == "rebuild published" and switched.path == "native"
     # a pipeline outside the native subset (an early count trigger) runs generally
     counted = (wl.Pipeline("nat_counted", timestamp="ts").key_by("key")
                .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))

@@ -154,9 +154,24 @@ def test_changed_definition_is_fingerprint_mismatch_with_rebuild_hint(root_uri, 
         with pytest.raises(StateError) as err:
             call()
         assert err.value.code == "FINGERPRINT_MISMATCH"
-        assert "backfill demo --rebuild" in str(err.value)
+        assert "`windowlib backfill --pipeline demo --rebuild`" in str(err.value)
+        assert "run_incremental(..., rebuild=True)" in str(err.value)
     assert [c.version for c in changed.history()] == [1]
     assert list(changed.pipeline_store.list("v=00000002")) == []
+
+
+def test_an_earlier_fingerprint_of_the_definition_is_accepted_and_the_next_commit_replaces_it(
+        root_uri, s3_settings):
+    """Earlier windowlib versions fingerprinted custom functions differently: their checkpoints
+    stay readable (``Pipeline.earlier_fingerprints``); a run then records the current one."""
+    _run(_cs(root_uri, s3_settings, fp="fp-earlier"), s3_settings, "run-1", 1)
+    upgraded = _cs(root_uri, s3_settings, earlier_fingerprints=("fp-earlier",))
+    assert upgraded.latest().fingerprint == "fp-earlier"
+    _run(upgraded, s3_settings, "run-2", 2)
+    assert upgraded.latest().fingerprint == FP
+    with pytest.raises(StateError) as err:
+        _cs(root_uri, s3_settings, fp="fp-earlier").latest()
+    assert err.value.code == "FINGERPRINT_MISMATCH"
 
 
 def test_names_are_validated(root_uri, s3_settings):

@@ -68,10 +68,11 @@ Functions
 ---------
 ``collect`` — a ``ProcessWindowFunction`` yielding one row ``{values: [value, ...] (pane
 order), ctx_index, ctx_timing, ctx_is_first, ctx_is_last, ctx_window: [start, end] | null,
-ctx_key}`` read from the FLIP-2 context. ``explode`` — one row per element
-``{value, pos}``. ``{aggregate: [{sum: value, as: total}, {count: null, as: n}], process: f}``
-— declarative aggregates (``count, sum, min, max, mean, first, last,
-approx_count_distinct, collect_list``; ``as`` defaults to ``count`` / ``<kind>_<column>``).
+ctx_key, ctx_watermark, ctx_processing_time}`` read from the FLIP-2 context. ``explode`` — one
+row per element ``{value, pos}``.
+``{aggregate: [{sum: value, as: total}, {count: null, as: n}], process: f}`` — declarative
+aggregates (``count, sum, min, max, mean, first, last, approx_count_distinct, collect_list``;
+``as`` defaults to ``count`` / ``<kind>_<column>``).
 ``{reduce: sum | min | max, process: f}`` — reduce over rows by ``value`` (``min``/``max``
 keep the whole row, as the Flink guide's example). ``{aggregate_fn: average, process: f}`` —
 an ``AggregateFunction`` whose result is ``{value: mean}``. ``{fold: concat}`` — fold from
@@ -227,7 +228,8 @@ class Collect(wl.ProcessWindowFunction):
         yield {"values": [_value(e) for e in elements], "ctx_index": pane.index,
                "ctx_timing": str(pane.timing.value), "ctx_is_first": pane.is_first,
                "ctx_is_last": pane.is_last, "ctx_window": _window_data(context.window),
-               "ctx_key": plain(key)}
+               "ctx_key": plain(key), "ctx_watermark": context.current_watermark,
+               "ctx_processing_time": context.current_processing_time}
 
 
 class Explode(wl.ProcessWindowFunction):

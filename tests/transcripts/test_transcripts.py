@@ -19,6 +19,11 @@ the result columns, those the expectation names. Late records (when the document
 An engine too slow for one run per prefix is checked with ``stepwise=False``: one run of all
 bundles against every expectation concatenated, grouped per (key, window), in order.
 
+Incrementally (``check_transcript_resumed``, the reference engine): every step is a run of its
+one bundle restored from the JSON snapshot the previous run left, as incremental runs continue
+from a checkpoint (SPEC §8: splitting the input into runs changes nothing); each run's firings
+and late records must be exactly its step's.
+
 Adding an engine is one line in ``ENGINES``: its ``run_bundles`` name, whether to check step
 by step, and its pytest marks.
 """
@@ -169,6 +174,31 @@ def check_transcript(case: Any, engine: str = "reference", stepwise: bool = True
         raise AssertionError(header + "\n" + "\n".join(problems))
 
 
+def check_transcript_resumed(case: Any) -> None:
+    """Run ``case`` one step per reference run, each restored from the previous snapshot."""
+    from windowlib.engines.base import PriorState, TimePolicy
+    from windowlib.engines.reference import ReferenceExecutor
+
+    problems: list[str] = []
+    state = None
+    for i, step in enumerate(case.steps, start=1):
+        finalize = step.bundle is None
+        label = f"run {i}" if not finalize else "finalize run"
+        prior = None if state is None else PriorState(state=json.loads(json.dumps(state)))
+        run = ReferenceExecutor().run(case.pipeline(), [] if finalize else [step.bundle],
+                                      prior=prior, time=TimePolicy(watermark=case.watermark,
+                                                                   finalize=finalize))
+        out = run.outputs
+        problems += _compare_groups(label, _group_actual(out.firings, case.keys),
+                                    _group_expected(step.expect))
+        if case.check_late:
+            problems += _compare_late(label, out.late, step.late)
+        state = out.state
+    if problems:
+        raise AssertionError(f"transcript {case.id}, resumed from snapshots\n"
+                             + "\n".join(problems))
+
+
 def _check_build_error(case: Any, spec: dict) -> None:
     error_type = getattr(wl, spec.get("type", "DefinitionError"))
     try:
@@ -202,6 +232,12 @@ def test_transcript_builds(case):
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_transcript(case, engine, stepwise):
     check_transcript(case, engine=engine, stepwise=stepwise)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.doc.get("build_error") is None],
+                         ids=lambda c: c.id)
+def test_transcript_resumed_from_snapshots(case):
+    check_transcript_resumed(case)
 
 
 def test_yaml_clock_strings_are_not_sexagesimal():

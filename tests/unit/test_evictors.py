@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from windowlib.core.describe import describe_callable
 from windowlib.core.errors import DefinitionError
 from windowlib.core.evictors import (
     CountEvictor,
@@ -75,10 +76,16 @@ def test_delta_evictor_never_evicts_the_last_element_with_a_zero_self_delta():
     assert run_before(DeltaEvictor.of(1, abs_delta), []) == []
 
 
-def test_time_evictor_keeps_the_element_exactly_at_max_ts_minus_interval():
-    # max_ts 100, interval 10 -> cutoff 90: 89 goes, 90 stays (strict <)
-    elements = pane((1, 89), (2, 90), (3, 100), (4, 95))
-    assert run_before(TimeEvictor.of(10), elements) == [2, 3, 4]
+def test_time_evictor_evicts_the_element_exactly_at_max_ts_minus_interval():
+    # max_ts 100, interval 10 -> cutoff 90: 89 and 90 go, 91 stays (Flink: ts <= cutoff)
+    elements = pane((1, 89), (2, 90), (3, 100), (4, 95), (5, 91))
+    assert run_before(TimeEvictor.of(10), elements) == [3, 4, 5]
+
+
+def test_time_evictor_with_a_zero_interval_evicts_everything():
+    # cutoff = max_ts: every element is on or below it (Flink's rule, not special-cased)
+    elements = pane((1, 7), (2, 9), (3, 9))
+    assert run_before(TimeEvictor.of(0), elements) == []
 
 
 def test_time_evictor_uses_the_largest_timestamp_not_the_last_element():
@@ -97,7 +104,7 @@ def test_time_evictor_parses_durations_and_ignores_an_empty_pane():
 @pytest.mark.parametrize("evictor_cls, args", [
     (CountEvictor, (1,)),
     (DeltaEvictor, (1, abs_delta)),
-    (TimeEvictor, (0,)),
+    (TimeEvictor, (1,)),
 ])
 def test_do_evict_after_moves_eviction_after_the_function(evictor_cls, args):
     before = evictor_cls.of(*args)
@@ -130,8 +137,7 @@ def test_describe_names_the_class_and_every_parameter():
         "evictor": "windowlib.core.evictors.CountEvictor", "max_count": 3,
         "do_evict_after": True}
     assert TimeEvictor.of("1 minute").describe()["interval_ms"] == 60_000
-    assert DeltaEvictor.of(2.5, abs_delta).describe()["delta_fn"] == {
-        "module": __name__, "qualname": "abs_delta"}
+    assert DeltaEvictor.of(2.5, abs_delta).describe()["delta_fn"] == describe_callable(abs_delta)
 
 
 def test_evictors_are_frozen_configuration():

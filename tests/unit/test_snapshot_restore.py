@@ -156,6 +156,21 @@ def test_a_window_that_fired_on_time_before_the_snapshot_fires_late_after_it():
             for r in second.sink.firings] == [(-5, 1, "LATE", 2)]
 
 
+def test_a_pane_an_evictor_emptied_leaves_no_contents_and_snapshots():
+    """An evictor may remove every element (``DeltaEvictor.of(0)``, ``TimeEvictor.of(0)``):
+    the pane is then empty, exactly as if nothing had arrived, and the snapshot holds no
+    contents for it (found by the Hypothesis property once ``TimeEvictor.of(0)`` evicts all)."""
+    p = (wl.Pipeline("p", timestamp="ts").key_by("key").window(wl.GlobalWindows.create())
+         .trigger(wl.CountTrigger.of(2))
+         .evictor(wl.DeltaEvictor.of(0, lambda a, b: 0, do_evict_after=True))
+         .aggregate(agg.count()))
+    bundles = [Bundle([{"key": "a", "ts": 1, "value": 1}, {"key": "a", "ts": 2, "value": 2}]),
+               Bundle([{"key": "a", "ts": 3, "value": 3}, {"key": "a", "ts": 4, "value": 4}])]
+    first, second = run_resumed(p, bundles, 1, finalize=False)
+    assert first.snapshot()["keys"][0][1]["contents"] == []
+    assert [r["count"] for r in first.sink.firings + second.sink.firings] == [2, 2]
+
+
 def test_tuple_accumulators_come_back_as_tuples():
     p = (wl.Pipeline("p", timestamp="ts").key_by("key")
          .window(wl.TumblingEventTimeWindows.of(10)).aggregate(SpanAggregate()))

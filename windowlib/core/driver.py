@@ -288,7 +288,10 @@ class KeyDriver(SessionMerging):
                 raise
             except Exception as exc:
                 raise function_failed(evictor, self.key_arg, window, exc) from exc
-            self.contents[state_window] = elements or None
+            if elements:
+                self.contents[state_window] = elements
+            else:   # an emptied pane is no pane: nothing to snapshot, nothing to fire
+                self.contents.pop(state_window, None)
         else:
             results = runner.results(self.key_arg, window, context, contents)
         retracting = plan.retracting

@@ -113,6 +113,8 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("ARGUMENT_INVALID", _D, USER, "an argument of the wrong kind or value (the message names "
      "it and what was expected)"),
     ("CALENDAR_UNIT_INVALID", _D, USER, "CalendarWindows with an unknown unit"),
+    ("DEFINITION_UNDESCRIBABLE", _D, USER, "a custom trigger, evictor, function or strategy "
+     "holds state its fingerprint cannot describe (give its class a describe())"),
     ("DEMO_ROOT_FOREIGN", _D, USER, "the demo's --root is a non-empty folder the demo did not "
      "create"),
     ("DURATION_INVALID", _D, USER, "a duration that cannot be parsed, is not whole ms, or has "
@@ -255,6 +257,24 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_USER if isinstance(exc, DefinitionError | InputError) else EXIT_FAILED
 
 
+_REBUILD_MARK = "start a new state generation (a rebuild"
+
+
+def rebuild_hint(pipeline: str | None = None) -> str:
+    """The one wording of "start over" in error messages: a rebuild (SPEC §8), as the command of
+    a registered job (runnable as written at the default root; the CLI and
+    ``jobs/run_pipeline.py`` print it with the root they ran with) and as the API call."""
+    name = pipeline or "NAME"
+    return (f"{_REBUILD_MARK}, published only when complete): "
+            f"`windowlib backfill --pipeline {name} --rebuild` for a registered job, or "
+            "`wl.run_incremental(..., rebuild=True)`")
+
+
+def suggests_rebuild(exc: BaseException) -> bool:
+    """Whether ``exc``'s message suggests a rebuild (it contains ``rebuild_hint``)."""
+    return isinstance(exc, WindowlibError) and _REBUILD_MARK in str(exc)
+
+
 def is_user_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the caller's to fix (``exit_code(exc) == EXIT_USER``): no retry."""
     return exit_code(exc) == EXIT_USER
@@ -262,4 +282,5 @@ def is_user_error(exc: BaseException) -> bool:
 
 __all__ = ["ERROR_CLASSES", "EXIT_FAILED", "EXIT_OK", "EXIT_USER", "REGISTRY",
            "DefinitionError", "ErrorCode", "ExecutionError", "InputError", "QualityError",
-           "StateError", "WindowlibError", "exit_code", "is_user_error"]
+           "StateError", "WindowlibError", "exit_code", "is_user_error", "rebuild_hint",
+           "suggests_rebuild"]

@@ -10,9 +10,9 @@ Boundary rules (SPEC §4):
 * ``CountEvictor`` keeps the last ``max_count`` elements (removes from the front).
 * ``DeltaEvictor`` evicts every element whose ``delta_fn(element.value, last.value)`` is
   ``>= threshold``, checking all elements, not only a prefix (FLIP-4's motivating change).
-* ``TimeEvictor`` evicts elements with ``timestamp < max_ts - interval`` where ``max_ts`` is the
-  largest timestamp in the pane: an element exactly at ``max_ts - interval`` is kept. (Flink's
-  ``TimeEvictor`` evicts ``<=`` the cutoff; windowlib follows its SPEC here.)
+* ``TimeEvictor`` evicts elements with ``timestamp <= max_ts - interval`` where ``max_ts`` is
+  the largest timestamp in the pane: an element exactly on the cutoff is evicted, as in
+  Flink's ``TimeEvictor`` (so an interval of 0 evicts every element).
 """
 
 from __future__ import annotations
@@ -24,6 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from windowlib.core.describe import (
+    describe_callable,
+    describe_instance,
+    earlier_descriptions_active,
+    uses_builtin_form,
+)
 from windowlib.core.errors import DefinitionError
 from windowlib.core.time import duration_ms
 
@@ -49,10 +55,11 @@ class TimestampedValue:
 
 
 class EvictorContext(Protocol):
-    """What the driver tells an evictor about time when it calls it."""
+    """What the driver tells an evictor about time when it calls it: epoch ms, or ``None``
+    while a clock has no finite value (as the window function's ``Context``)."""
 
-    current_watermark: int
-    current_processing_time: int
+    current_watermark: int | None
+    current_processing_time: int | None
 
 
 class Evictor(abc.ABC):
@@ -69,9 +76,9 @@ class Evictor(abc.ABC):
     * ``size`` is ``len(elements)`` at call time (kept for Flink parity).
     * ``window`` is the pane's window; ``ctx`` is an ``EvictorContext``.
     * Both return ``None``. An evictor is frozen configuration: it holds no runtime state.
-    * ``describe()`` returns canonical JSON-able configuration used in pipeline fingerprints:
-      the class name and every parameter (functions as module + qualname). The default
-      handles dataclass evictors; other subclasses with parameters must override it.
+    * ``describe()`` returns canonical JSON-able configuration used in pipeline fingerprints.
+      A custom evictor is described by its class and constructor state
+      (``describe_instance``); override it to describe the evictor yourself.
     """
 
     __slots__ = ()
@@ -88,6 +95,8 @@ class Evictor(abc.ABC):
 
     def describe(self) -> dict:
         cls = type(self)
+        if not uses_builtin_form(cls):
+            return describe_instance(self)
         out: dict[str, Any] = {"evictor": f"{cls.__module__}.{cls.__qualname__}"}
         if dataclasses.is_dataclass(self):
             for f in dataclasses.fields(self):
@@ -96,10 +105,12 @@ class Evictor(abc.ABC):
 
 
 def _describe_param(value: Any) -> Any:
-    if callable(value):
+    if not callable(value):
+        return value
+    if earlier_descriptions_active():
         return {"module": getattr(value, "__module__", None),
                 "qualname": getattr(value, "__qualname__", type(value).__qualname__)}
-    return value
+    return describe_callable(value)
 
 
 def remove_where(elements: list[TimestampedValue],
@@ -189,7 +200,7 @@ class DeltaEvictor(_BuiltinEvictor):
 
 @dataclass(frozen=True, slots=True)
 class TimeEvictor(_BuiltinEvictor):
-    """Evicts elements with ``timestamp < max_ts - interval_ms`` (``max_ts``: newest in pane)."""
+    """Evicts elements with ``timestamp <= max_ts - interval_ms`` (``max_ts``: newest in pane)."""
 
     interval_ms: int
     do_evict_after: bool = False
@@ -211,4 +222,4 @@ class TimeEvictor(_BuiltinEvictor):
         if not elements:
             return
         cutoff = max(e.timestamp for e in elements) - self.interval_ms
-        remove_where(elements, lambda e: e.timestamp < cutoff)
+        remove_where(elements, lambda e: e.timestamp <= cutoff)

@@ -33,6 +33,7 @@ from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pane import PaneInfo
 from windowlib.core.schema import Struct
 from windowlib.core.state import StateDescriptor
+from windowlib.core.time import finite_ms
 
 
 class AggregateFunction:
@@ -105,10 +106,14 @@ PENDING_MERGE = "\x00merge:"  # per-window state values waiting to be merged int
 
 
 class Context:
-    """The FLIP-2 context handed to ``ProcessWindowFunction.process``.
+    """The FLIP-2 context handed to ``ProcessWindowFunction.process`` (and to evictors).
 
     ``pane.index`` counts the window's firings from 0; ``pane.timing`` is EARLY, ON_TIME or
     LATE; ``pane.is_last`` is true when the window is cleaned up right after this firing.
+    ``current_watermark``/``current_processing_time`` are epoch ms, or ``None`` while the
+    clock has no finite value: before the first watermark (processing time), and after the
+    end of a finalized input — the values of the firing's ``watermark``/``processing_time``
+    columns.
     """
 
     __slots__ = ("_driver", "_record", "pane", "window")
@@ -117,12 +122,12 @@ class Context:
         self._driver, self.window, self._record, self.pane = driver, window, record, pane
 
     @property
-    def current_watermark(self) -> int:
-        return self._driver.clock.watermark
+    def current_watermark(self) -> int | None:
+        return finite_ms(self._driver.clock.watermark)
 
     @property
-    def current_processing_time(self) -> int:
-        return self._driver.clock.processing_time
+    def current_processing_time(self) -> int | None:
+        return finite_ms(self._driver.clock.processing_time)
 
     def window_state(self, descriptor: StateDescriptor) -> Any:
         """State scoped to this key and window (deleted with the window). When windows merged,

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from windowlib.core.aggregates import AggregateSet, DeclarativeAggregate
 from windowlib.core.assigners import GlobalWindows, WindowAssigner
-from windowlib.core.describe import describe_value
+from windowlib.core.describe import describe_value, earlier_descriptions
 from windowlib.core.errors import DefinitionError, InputError
 from windowlib.core.evictors import CountEvictor, Evictor
 from windowlib.core.functions import FunctionSpec, OutputTag
@@ -305,9 +305,32 @@ class Pipeline:
 
     @property
     def fingerprint(self) -> str:
-        """Stable 16-hex-digit hash of ``describe()``."""
-        text = json.dumps(self.describe(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        """Stable 16-hex-digit hash of ``describe()``. ``DEFINITION_UNDESCRIBABLE`` when a
+        custom part holds state that cannot be described (``core.describe``)."""
+        return _hash_description(self.describe(), self.name)
+
+    @property
+    def earlier_fingerprints(self) -> tuple[str, ...]:
+        """The fingerprints earlier windowlib versions gave this same definition, when they
+        differ from ``fingerprint`` (they described custom triggers, evictors and functions
+        without their state): checkpoints carrying one are accepted, and the next commit
+        records ``fingerprint``. Empty for definitions of built-ins only."""
+        try:
+            with earlier_descriptions():
+                earlier = _hash_description(self.describe(), self.name)
+        except (RecursionError, DefinitionError):
+            return ()
+        return () if earlier == self.fingerprint else (earlier,)
+
+
+def _hash_description(description: dict, name: str) -> str:
+    try:
+        text = json.dumps(description, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(f"pipeline {name!r}: a describe() returned data that is not "
+                              f"JSON ({exc}); return plain values (numbers, strings, lists, "
+                              "dicts)", code="DEFINITION_UNDESCRIBABLE") from None
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class DataFrameEngine(Protocol):

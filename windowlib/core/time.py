@@ -3,6 +3,8 @@
 Invariants: inside the engine every timestamp is an ``int`` of milliseconds since the epoch
 (UTC) and every duration an ``int`` of milliseconds. ``MIN_TS``/``MAX_TS`` stand for -inf/+inf
 (the watermark before any input, and after the end of input; a global window's max timestamp).
+They never reach user code outside the timer domain of triggers: ``finite_ms`` turns them into
+``None`` for the window functions' context, records and summaries.
 """
 
 from __future__ import annotations
@@ -14,8 +16,14 @@ from windowlib.core.errors import DefinitionError, InputError
 
 MIN_TS: int = -(2**63)
 MAX_TS: int = 2**63 - 1
-
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def finite_ms(t: int | None) -> int | None:
+    """A clock value as user code and records see it: the ms, or ``None`` when it has no
+    finite value (``MIN_TS``: not known yet; ``MAX_TS``: after the end of input)."""
+    return None if t is None or t in (MIN_TS, MAX_TS) else t
+
 
 _UNIT_MS = {
     "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,

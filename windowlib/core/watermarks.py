@@ -13,6 +13,12 @@ from windowlib.core.errors import DefinitionError
 from windowlib.core.time import MIN_TS, duration_ms
 
 
+def effective_strategy(strategy: WatermarkStrategy | None) -> WatermarkStrategy:
+    """The strategy a run uses: ``strategy``, or ``BoundedOutOfOrderness(0)`` when none is
+    given (SPEC §9's default)."""
+    return strategy if strategy is not None else BoundedOutOfOrderness(0)
+
+
 class WatermarkStrategy:
     """Base class; ``watermark`` returns a candidate watermark (``MIN_TS`` = none yet)."""
 
@@ -20,9 +26,13 @@ class WatermarkStrategy:
         raise NotImplementedError
 
     def describe(self) -> dict:
-        from windowlib.core.describe import describe_object
+        """Canonical, JSON-able configuration (recorded in every commit). A custom strategy
+        is described by its class and constructor state unless it overrides this."""
+        from windowlib.core.describe import describe_instance, describe_object, uses_builtin_form
 
-        return describe_object(self)
+        if uses_builtin_form(type(self)):
+            return describe_object(self)
+        return describe_instance(self)
 
 
 def _non_negative(value: object, what: str) -> int:

@@ -36,7 +36,7 @@ from windowlib.core.loop import (
 )
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
-from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.engines.base import EngineRun, Executor, PriorState, RunClock, TimePolicy
 
 SNAPSHOT_FORMAT_VERSION = 1
@@ -67,7 +67,7 @@ class ReferenceEngine:
                  snapshot: Mapping[str, Any] | None = None) -> None:
         self.pipeline = pipeline
         self.logic = pipeline.compile()
-        self.strategy = watermark if watermark is not None else BoundedOutOfOrderness(0)
+        self.strategy = effective_strategy(watermark)
         self.clock = Clock()
         self.times = BundleClock()
         self.sink = Sink()
@@ -220,11 +220,13 @@ class ReferenceEngine:
             raise StateError(f"snapshot format_version {version!r} is not supported (this "
                              f"windowlib reads {SNAPSHOT_FORMAT_VERSION})",
                              code="SNAPSHOT_VERSION")
-        if data.get("fingerprint") != self.pipeline.fingerprint:
+        # earlier versions described custom parts differently: their snapshots stay readable
+        if data.get("fingerprint") not in (self.pipeline.fingerprint,
+                                           *self.pipeline.earlier_fingerprints):
             raise StateError(
                 f"the snapshot was written by a different definition of pipeline "
                 f"{self.pipeline.name!r} (fingerprint {data.get('fingerprint')} != "
-                f"{self.pipeline.fingerprint}); start a new state generation (rebuild)",
+                f"{self.pipeline.fingerprint}); start again without the snapshot",
                 code="FINGERPRINT_MISMATCH")
         try:
             self.times = BundleClock(int(data["watermark"]), int(data["processing_time"]))

@@ -36,8 +36,8 @@ from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.loop import RunClock
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.time import MIN_TS
-from windowlib.core.watermarks import WatermarkStrategy
+from windowlib.core.time import MIN_TS, finite_ms
+from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
 from windowlib.runs.source import PartitionedSource, SourceFile
@@ -67,7 +67,7 @@ def open_checkpoint(pipeline: Pipeline, checkpoint: str | CheckpointStore,
     if isinstance(checkpoint, CheckpointStore):
         return checkpoint
     return CheckpointStore(checkpoint, pipeline.name, pipeline.fingerprint, settings=settings,
-                           **kwargs)
+                           earlier_fingerprints=pipeline.earlier_fingerprints, **kwargs)
 
 
 def plan_run(pipeline: Pipeline, source: PartitionedSource, checkpoint: str | CheckpointStore,
@@ -156,6 +156,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
 
     say = progress or (lambda _m: None)
     started = time.monotonic()
+    strategy = effective_strategy(watermark).describe()   # recorded; refused before any I/O
     spark = spark or get_or_create_session()
     cs = open_checkpoint(pipeline, checkpoint, settings)
     parent = cs.latest()
@@ -201,10 +202,13 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
 
             details = CommitDetails({name: staged.frames[name].to_dict() for name in STAGED},
                                     staged.state_schema.jsonValue(), run.state_kind,
-                                    input_schema=StructType(data).jsonValue())
-            record = RunRecord(
-                watermark_ms=run.clock.watermark, processing_time_ms=run.clock.processing_time,
-                max_event_time_ms=run.clock.max_event_ts,
+                                    input_schema=StructType(data).jsonValue(),
+                                    watermark_strategy=strategy)
+            clock = run.clock
+            record = RunRecord(   # no clock sentinels in records: None until known
+                watermark_ms=finite_ms(clock.watermark),
+                processing_time_ms=finite_ms(clock.processing_time),
+                max_event_time_ms=finite_ms(clock.max_event_ts),
                 stats={k: v for k, v in summary.to_dict().items()
                        if k not in ("validation", "status", "published")},
                 extra=details.to_extra(), consumed=plan.files, prefixes=list(STAGED))
@@ -263,7 +267,7 @@ def _summary(pipeline: Pipeline, plan: RunPlan, run: Any, staged: Any, staging: 
                          version=staging.version, generation=staging.generation)
     summary.check_conservation()
     w = run.clock.watermark
-    summary.watermark_ms = None if w == MIN_TS else w
+    summary.watermark_ms = finite_ms(w)
     summary.watermark, summary.processing_time = iso_ms(w), iso_ms(run.clock.processing_time)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
@@ -311,7 +315,8 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                     result_schema: str | None = None, processing_time: Any = None,
                     validate: Callable[[Any, RunSummary], dict[str, Any]] | None = None,
                     publish_on_failure: bool = False, dry_run: bool = False,
-                    progress: Progress | None = None, path: str = "auto") -> RunSummary:
+                    progress: Progress | None = None, path: str = "auto",
+                    rebuild: bool = False) -> RunSummary:
     """One incremental run (SPEC §9): plan, stage, optionally validate, publish. ``path``:
     see ``stage_run`` (the native path runs declarative pipelines with the default trigger in
     Spark SQL, carrying window state between runs).
@@ -319,6 +324,13 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
     ``validate(staged_firings_df, summary) -> {"success": bool, "failed": [...], ...}`` gates
     the publish (see ``publish_run``). With ``run_id`` given, a retry of a run whose commit
     already succeeded returns that commit's summary (status ``already_published``).
+
+    ``rebuild=True`` (SPEC §8): a new state generation from scratch over ``partitions`` (all
+    when ``None``), run in its own line and published — one atomic commit replacing the state
+    and the history readers see — only when its run published (validated); until then readers
+    and runs keep the current generation. It is how a changed definition or a damaged
+    checkpoint starts over. Status ``rebuild published``, or ``rebuild not published
+    (blocked | nothing_new)``.
     """
     if not isinstance(source, PartitionedSource):
         raise DefinitionError("source must be a wl.PartitionedSource", code="ARGUMENT_INVALID")
@@ -330,6 +342,12 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                                             "status": RunStatus.ALREADY_PUBLISHED})
             summary.published, summary.version = True, done.version
             return summary
+    options = {"spark": spark, "settings": settings, "result_schema": result_schema,
+               "processing_time": processing_time, "validate": validate,
+               "publish_on_failure": publish_on_failure, "progress": progress, "path": path}
+    if rebuild:
+        return _rebuild(pipeline, source, open_checkpoint(pipeline, checkpoint, settings),
+                        output, partitions, watermark, run_id, dry_run, options)
     plan = plan_run(pipeline, source, checkpoint, partitions=partitions, run_id=run_id,
                     settings=settings)
     if plan.empty or dry_run:
@@ -350,6 +368,32 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
         progress(f"publishing version {staged.staging.version}")
     return publish_run(pipeline, checkpoint, staged, validation=outcome,
                        publish_on_failure=publish_on_failure, settings=settings)
+
+
+def _rebuild(pipeline: Pipeline, source: PartitionedSource, main: CheckpointStore, output: str,
+             partitions: Sequence[Any] | None, watermark: WatermarkStrategy | None,
+             run_id: str | None, dry_run: bool, options: dict[str, Any]) -> RunSummary:
+    """``run_incremental(..., rebuild=True)``: one run in a new generation's line, then the
+    generation's commit in the main line. No generation is started for a dry run or an empty
+    range; an unpublished line is left to ``gc``."""
+    first, last = partitions if partitions is not None else (None, None)
+    parts = source.list_partitions(first, last)
+    files = sum(len(p.files) for p in parts)
+    if dry_run or not files:
+        return RunSummary(pipeline=pipeline.name, run_id=run_id or "rebuild",
+                          status=RunStatus.DRY_RUN if dry_run else RunStatus.REBUILD_NOTHING_NEW,
+                          started_at=_now(), finished_at=_now(), files_consumed=files,
+                          partitions=[p.value for p in parts])
+    line = main.start_generation(run_id or "rebuild")
+    summary = run_incremental(pipeline, source, line, output, partitions, watermark,
+                              run_id=run_id, **options)
+    if summary.status != RunStatus.PUBLISHED:
+        summary.status = summary.status.as_rebuild()
+        return summary
+    commit = main.commit_generation(line, run_id=run_id or "rebuild")
+    summary.version, summary.generation = commit.version, commit.generation
+    summary.status = RunStatus.REBUILD_PUBLISHED
+    return summary
 
 
 # --- a staged run across processes ------------------------------------------------------------

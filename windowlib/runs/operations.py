@@ -16,12 +16,15 @@ Expectations not importable, or the validation itself erroring — raises
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import os
+import shlex
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
-from windowlib.core.errors import DefinitionError, QualityError, StateError
+from windowlib.core.errors import DefinitionError, QualityError, StateError, suggests_rebuild
 from windowlib.runs.incremental import Progress, open_checkpoint, run_incremental
 from windowlib.runs.protocol import CommitDetails, RunPlan, RunStatus
 from windowlib.runs.summary import RunSummary, iso_ms
@@ -105,58 +108,55 @@ def validation_off(firings: Any, summary: Any) -> dict[str, Any]:
 def run_job(job: Any, root: str, *, partitions: Sequence[Any] | None = None,
             run_id: str | None = None, spark: Any = None, validate: bool = True,
             publish_on_failure: bool = False, dry_run: bool = False,
-            progress: Progress | None = None, checkpoint_store: Any = None) -> RunSummary:
-    """One incremental run of a registered job under ``root`` (see ``run_incremental``).
+            progress: Progress | None = None, rebuild: bool = False) -> RunSummary:
+    """One incremental run (or, ``rebuild=True``, a rebuild) of a registered job under
+    ``root`` (see ``run_incremental``).
 
     ``validate=True`` gates the publish with the job's expectations and fails closed:
-    ``QUALITY_UNAVAILABLE`` before anything is staged when GX is missing, or from the gate when
-    the validation itself errors (the staged run is then never committed; ``gc`` removes it).
-    ``validate=False`` publishes unvalidated and records ``validation: off``."""
+    ``QUALITY_UNAVAILABLE`` before anything is staged (or a rebuild's generation started) when
+    GX is missing, or from the gate when the validation itself errors (the staged run is then
+    never committed; ``gc`` removes it). ``validate=False`` publishes unvalidated and records
+    ``validation: off``."""
     checkpoint, output = job.locations(root)
     docs = f"{root.rstrip('/')}/_windowlib/quality/{job.name}"
     gate: Gate | None = None
     if not dry_run:
         gate = validator(job, _local_path(docs)) if validate else validation_off
-    return run_incremental(job.pipeline, job.source_for(root),
-                           checkpoint_store or checkpoint, output, partitions,
+    return run_incremental(job.pipeline, job.source_for(root), checkpoint, output, partitions,
                            job.watermark, spark=spark, run_id=run_id,
                            result_schema=job.result_schema, validate=gate,
                            publish_on_failure=publish_on_failure, dry_run=dry_run,
-                           progress=progress)
+                           progress=progress, rebuild=rebuild)
 
 
 def backfill_job(job: Any, root: str, first: Any, last: Any, *, rebuild: bool = False,
                  spark: Any = None, validate: bool = True, dry_run: bool = False,
                  run_id: str | None = None, progress: Progress | None = None
                  ) -> RunSummary:
-    """Process partitions ``first..last``.
+    """Process partitions ``first..last`` (both ``None``: every partition).
 
     ``rebuild=False``: an incremental run over the range (files that landed late become LATE
-    firings against the current state). ``rebuild=True``: a new state generation from scratch
-    over the range, published (atomically replacing what readers see) only when its run
-    validated; until then readers keep the old generation."""
-    if not rebuild:
-        return run_job(job, root, partitions=(first, last), spark=spark, validate=validate,
-                       dry_run=dry_run, run_id=run_id, progress=progress)
-    checkpoint, _ = job.locations(root)
-    main = open_checkpoint(job.pipeline, checkpoint)
-    if validate and not dry_run:
-        require_quality(job)   # fail closed before a generation is started
-    if dry_run:
-        parts = job.source_for(root).list_partitions(first, last)
-        return RunSummary(pipeline=job.name, run_id=run_id or "rebuild", status=RunStatus.DRY_RUN,
-                          files_consumed=sum(len(p.files) for p in parts),
-                          partitions=[p.value for p in parts])
-    line = main.start_generation(run_id or "rebuild")
-    summary = run_job(job, root, partitions=(first, last), spark=spark, validate=validate,
-                      run_id=run_id, progress=progress, checkpoint_store=line)
-    if summary.status != RunStatus.PUBLISHED:
-        summary.status = summary.status.as_rebuild()
-        return summary
-    commit = main.commit_generation(line, run_id=run_id or "rebuild")
-    summary.version, summary.generation = commit.version, commit.generation
-    summary.status = RunStatus.REBUILD_PUBLISHED
-    return summary
+    firings against the current state). ``rebuild=True``: ``run_incremental(...,
+    rebuild=True)`` over the range — a new state generation from scratch, published
+    (atomically replacing what readers see) only when its run validated; until then readers
+    keep the old generation."""
+    if (first is None) != (last is None):
+        raise DefinitionError("first and last partitions go together (or neither: all)",
+                              code="ARGUMENT_INVALID")
+    partitions = None if first is None else (first, last)
+    return run_job(job, root, partitions=partitions, spark=spark, validate=validate,
+                   dry_run=dry_run, run_id=run_id, progress=progress, rebuild=rebuild)
+
+
+def rebuild_line(exc: BaseException, program: Sequence[str], pipeline: str,
+                 root: str | None) -> str | None:
+    """``rebuild with: <command>`` when ``exc`` suggests a rebuild: the exact command of the
+    entry point ``program`` (e.g. ``["windowlib", "backfill"]``) for this pipeline and the root
+    it ran with (``None``: the default root); ``None`` otherwise."""
+    if not suggests_rebuild(exc):
+        return None
+    argv = [*program, "--pipeline", pipeline, *(["--root", root] if root else []), "--rebuild"]
+    return "rebuild with: " + shlex.join(argv)
 
 
 def is_blocked(status: Any) -> bool:
@@ -181,7 +181,12 @@ def blocked_message(name: str, validation: dict[str, Any] | None, override: str)
 
 
 def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
-    """Watermark, last versions, state size, consumed files (small JSON)."""
+    """Watermark, last versions, state size, consumed files (small JSON).
+
+    Watermark strategies: ``watermark_strategy`` is the one the last commit used, each run
+    lists its own, and ``watermark_strategy_changes`` names every change among the listed
+    versions (``"v4: A -> B"``) and, when the job now configures another one, the next run's
+    (``"next run: B -> C"``): allowed, as in Flink, but visible."""
     checkpoint, output = job.locations(root)
     cs = open_checkpoint(job.pipeline, checkpoint)
     try:
@@ -192,18 +197,57 @@ def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
         return {"pipeline": job.name, "version": None, "checkpoint": checkpoint,
                 "output": output, "runs": []}
     stats = head.stats
-    runs = []
-    for c in cs.history(history):
+    runs, strategies = [], []
+    for version in cs.versions()[::-1][:history]:
+        try:   # an old damaged record (a rebuild started over) is shown, not fatal
+            c = cs.get(version)
+        except StateError as exc:
+            runs.append({"version": version, "error": f"[{exc.code}]"})
+            continue
+        if c is None:
+            continue
         s = c.stats
+        strategy = CommitDetails.of(c.extra).watermark_strategy
+        strategies.append((str(c.version), strategy))
         runs.append({"version": c.version, "run_id": c.run_id, "created_at": c.created_at,
                      "kind": c.kind, "firings": s.get("firings"), "late": s.get("late"),
-                     "rejects": s.get("rejects"), "files": s.get("files_consumed")})
+                     "rejects": s.get("rejects"), "files": s.get("files_consumed"),
+                     "watermark_strategy": strategy_label(strategy)})
+    configured = getattr(job, "watermark", None)
+    if configured is not None:
+        strategies.insert(0, ("next run", configured.describe()))
     return {"pipeline": job.name, "version": head.version, "generation": head.generation,
             "watermark": iso_ms(head.watermark_ms),
+            "watermark_strategy": strategy_label(CommitDetails.of(head.extra)
+                                                 .watermark_strategy),
+            "watermark_strategy_changes": _strategy_changes(strategies),
             "processing_time": iso_ms(head.processing_time_ms),
             "state_rows": stats.get("state_rows"), "state_bytes": stats.get("state_bytes"),
             "files_consumed_total": len(cs.manifest(head)), "checkpoint": checkpoint,
             "output": output, "runs": runs}
+
+
+def strategy_label(described: dict[str, Any] | None) -> str | None:
+    """A watermark strategy's ``describe()`` as ``Name(param=value, ...)`` (``None``: not
+    recorded)."""
+    if described is None:
+        return None
+    if "type" in described:
+        name, params = described["type"], {k: v for k, v in described.items() if k != "type"}
+    elif "instance" in described:
+        name, params = described["instance"].get("callable"), described.get("attributes") or {}
+    else:
+        return json.dumps(described, sort_keys=True)
+    args = ", ".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in sorted(params.items()))
+    return f"{name}({args})"
+
+
+def _strategy_changes(newest_first: list[tuple[str, Any]]) -> list[str]:
+    """``"<version>: old -> new"`` for each change between recorded strategies, oldest first
+    (a version without a record is skipped: unknown is no change)."""
+    recorded = [(v, s) for v, s in reversed(newest_first) if s is not None]
+    return [f"{'v' + v if v.isdigit() else v}: {strategy_label(a)} -> {strategy_label(b)}"
+            for (_, a), (v, b) in pairwise(recorded) if a != b]
 
 
 GC_GRACE_HOURS = 6.0

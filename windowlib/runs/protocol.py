@@ -138,7 +138,8 @@ class CommitDetails:
     """What an incremental run records in its commit record besides the storage protocol's own
     fields (``RunRecord.extra``, its on-disk form): the staged frames (``FrameInfo`` dicts,
     pane state included), the state's schema and format (``state_kind``), the audit, and the
-    input schema the next run's files are checked against."""
+    input schema the next run's files are checked against, and the watermark strategy the run
+    used (its ``describe()``; ``None`` in records written before it was recorded)."""
 
     frames: dict[str, Any] = field(default_factory=dict)
     state_schema: dict[str, Any] | None = None
@@ -146,12 +147,14 @@ class CommitDetails:
     validation: dict[str, Any] | None = None
     publish_on_failure: bool = False
     input_schema: dict[str, Any] | None = None   # the source's data schema (runs/schemas.py)
+    watermark_strategy: dict[str, Any] | None = None
 
     def to_extra(self) -> dict[str, Any]:
         return {"frames": self.frames, "state_schema": self.state_schema,
                 "state_kind": self.state_kind, "validation": self.validation,
                 "publish_on_failure": self.publish_on_failure,
-                "input_schema": self.input_schema}
+                "input_schema": self.input_schema,
+                "watermark_strategy": self.watermark_strategy}
 
     @classmethod
     def of(cls, extra: Any) -> CommitDetails:
@@ -162,4 +165,4 @@ class CommitDetails:
                    extra.get("state_kind") or ("general-keys" if extra.get("state_schema")
                                                else None),
                    extra.get("validation"), bool(extra.get("publish_on_failure")),
-                   extra.get("input_schema"))
+                   extra.get("input_schema"), extra.get("watermark_strategy"))

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from windowlib.core.errors import StateError
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.time import finite_ms
 from windowlib.runs.protocol import RunStatus
 
 VALIDATION_STATUSES = ("passed", "failed", "off", "not run")
@@ -38,7 +38,8 @@ def validation_status(validation: Mapping[str, Any] | None) -> str:
 
 def iso_ms(ms: int | None) -> str | None:
     """ISO-8601 UTC for a clock value; ``None`` for unknown (-inf/+inf/None)."""
-    if ms is None or ms in (MIN_TS, MAX_TS):
+    ms = finite_ms(ms)
+    if ms is None:
         return None
     return (_dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
             + _dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")

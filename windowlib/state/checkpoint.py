@@ -29,11 +29,12 @@ import itertools
 import json
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from windowlib.core.errors import DefinitionError, StateError
+from windowlib.core.errors import DefinitionError, StateError, rebuild_hint
 from windowlib.state import layout as L
 from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import Manifest
@@ -100,14 +101,16 @@ class Staging:
 class CheckpointStore:
     """Checkpoints of one pipeline under ``uri`` (``file://``, path or ``s3://``).
 
-    ``fingerprint`` identifies the pipeline definition; ``retain_versions`` is how many recent
+    ``fingerprint`` identifies the pipeline definition (every commit records it);
+    ``earlier_fingerprints`` are the same definition's fingerprints as earlier windowlib
+    versions computed them, accepted when reading; ``retain_versions`` is how many recent
     versions keep their ephemeral state snapshots (see :meth:`gc`).
     """
 
     def __init__(self, uri: str | ObjectStore, pipeline_name: str, fingerprint: str, *,
                  settings: S3Settings | None = None, retain_versions: int = 3,
-                 manifest_compact_every: int = 16, _line: str = "",
-                 _generation: int | None = None) -> None:
+                 manifest_compact_every: int = 16, earlier_fingerprints: Sequence[str] = (),
+                 _line: str = "", _generation: int | None = None) -> None:
         self.pipeline = validate_pipeline_name(pipeline_name)
         if not isinstance(fingerprint, str) or not fingerprint:
             raise StateError("fingerprint must be a non-empty string", code="STATE_INVALID")
@@ -117,6 +120,7 @@ class CheckpointStore:
         self.root_store = root
         self.pipeline_store = root.child(self.pipeline)
         self.fingerprint = fingerprint
+        self.earlier_fingerprints = tuple(earlier_fingerprints)
         self.retain_versions = retain_versions
         self.manifest_compact_every = manifest_compact_every
         self._line = _line
@@ -141,20 +145,23 @@ class CheckpointStore:
         data = self.pipeline_store.read_bytes(key)
         if data is None:
             return None
-        rec = L.decode_record(data, self.pipeline_store.uri_for(key))
+        rec = L.decode_record(data, self.pipeline_store.uri_for(key), self.pipeline)
         if rec["version"] != version or rec["pipeline"] != self.pipeline:
             raise StateError(f"commit record {self.pipeline_store.uri_for(key)} names version "
                              f"{rec['version']} of {rec['pipeline']!r}",
                              code="CHECKPOINT_CORRUPT")
-        if check and rec["fingerprint"] != self.fingerprint:
+        if check and rec["fingerprint"] not in (self.fingerprint, *self.earlier_fingerprints):
             raise StateError(
                 f"pipeline {self.pipeline!r}: the checkpoint (version {version}, generation "
                 f"{rec['generation']}) was written by a different definition (fingerprint "
                 f"{str(rec['fingerprint'])[:12]}…, now {self.fingerprint[:12]}…). Nothing was "
-                f"changed. To start over with the new definition run `windowlib backfill "
-                f"{self.pipeline} --rebuild` (a new state generation).",
+                f"changed. Revert the definition, or {rebuild_hint(self.pipeline)}.",
                 code="FINGERPRINT_MISMATCH")
         return Commit(version, rec, self.uri, L.record_checksum(data))
+
+    def versions(self) -> list[int]:
+        """Committed version numbers of this line, ascending (no record is read)."""
+        return self._versions()
 
     def _versions(self) -> list[int]:
         prefix = self._line_key(L.COMMITS)
@@ -213,7 +220,8 @@ class CheckpointStore:
         head = self._read_commit(v, check=check_fingerprint)
         if head is None:       # removed between the listing and the read
             raise self._missing(v, "it was listed a moment ago")
-        self._check_link(head, self._read_commit(v - 1, check=False) if v > 1 else None)
+        if head.record.get("kind") != "generation":   # a rebuild starts over: no parent read
+            self._check_link(head, self._read_commit(v - 1, check=False) if v > 1 else None)
         return head
 
     def get(self, version: int, *, check_fingerprint: bool = False) -> Commit | None:
@@ -243,8 +251,17 @@ class CheckpointStore:
         return commits if limit is None else commits[:limit]
 
     def find_run(self, run_id: str, limit: int = 50) -> Commit | None:
-        """The commit made by ``run_id`` among the ``limit`` newest, if any (idempotent retries)."""
-        return next((c for c in self.history(limit) if c.run_id == run_id), None)
+        """The commit made by ``run_id`` among the ``limit`` newest, if any (idempotent retries).
+        A record that cannot be read is skipped: what needs it (``latest``) raises anyway, and a
+        rebuild over a damaged checkpoint must still find its own commit."""
+        for v in self._versions()[::-1][:limit]:
+            try:
+                c = self._read_commit(v, check=False)
+            except StateError:
+                continue
+            if c is not None and c.run_id == run_id:
+                return c
+        return None
 
     def manifest(self, commit: Commit | None = None) -> Manifest:
         """The input manifest as of ``commit`` (default: latest; empty for a new pipeline)."""
@@ -254,27 +271,30 @@ class CheckpointStore:
         if commit.version not in self._manifests or len(self._manifests) > 8:
             if len(self._manifests) > 8:
                 self._manifests.clear()
-            self._manifests[commit.version] = Manifest.load(self.pipeline_store,
-                                                            commit.record.get("manifest"))
+            self._manifests[commit.version] = Manifest.load(
+                self.pipeline_store, commit.record.get("manifest"), self.pipeline)
         return self._manifests[commit.version]
 
     def committed(self, generation: int | None = None) -> list[Commit]:
         """Run commits whose outputs readers see: every run of ``generation`` (default: the
-        current one), oldest first; a published rebuild expands to its line's commits."""
+        current one), oldest first; a published rebuild expands to its line's commits. Records
+        older than the rebuild that published ``generation`` are not read (a rebuild replaces
+        a damaged history)."""
         head = self.latest(check_fingerprint=False)
         if head is None:
             return []
         gen = head.generation if generation is None else generation
-        out: list[Commit] = []
-        for c in reversed(self.history()):
-            if c.generation != gen:
+        newest_first: list[Commit] = []
+        for v in self._versions()[::-1]:
+            c = self._read_commit(v, check=False)
+            if c is None or c.generation != gen:
                 continue
             if c.kind == "generation":
                 line = self._for_line(str(c.record["line"]), gen, c.fingerprint)
-                out = [x for x in reversed(line.history()) if x.version <= c.record["line_version"]]
-            else:
-                out.append(c)
-        return out
+                runs = [x for x in line.history() if x.version <= c.record["line_version"]]
+                return runs[::-1] + newest_first[::-1]
+            newest_first.append(c)
+        return newest_first[::-1]
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -349,7 +369,8 @@ class CheckpointStore:
         with contextlib.suppress(StateError):  # best effort: only a hint for latest_version()
             self.pipeline_store.write_bytes(self._line_key(L.LATEST_HINT),
                                             json.dumps({"version": version}).encode())
-        return Commit(version, L.decode_record(data, key), self.uri, L.record_checksum(data))
+        return Commit(version, L.decode_record(data, key, self.pipeline), self.uri,
+                      L.record_checksum(data))
 
     # -- generations (rebuilds) -------------------------------------------------------------
 
@@ -357,6 +378,7 @@ class CheckpointStore:
         return CheckpointStore(self.root_store, self.pipeline, fingerprint,
                                retain_versions=self.retain_versions,
                                manifest_compact_every=self.manifest_compact_every,
+                               earlier_fingerprints=self.earlier_fingerprints,
                                _line=line, _generation=generation)
 
     def generation_numbers(self) -> list[int]:
@@ -377,8 +399,9 @@ class CheckpointStore:
         if self._line:
             raise StateError("start_generation is called on the pipeline's main store",
                              code="STATE_INVALID")
-        head = self.latest(check_fingerprint=False)
-        g = max([head.generation if head else 0, *self.generation_numbers()]) + 1
+        # no record is read (the head may be damaged: a rebuild is how to start over): the
+        # current generation is 1 or one whose line exists
+        g = max([1 if self.latest_version() else 0, *self.generation_numbers()]) + 1
         while True:
             line = L.generation_prefix(g)
             marker = json.dumps({"generation": g, "run_id": run_id, "created_at": _now_iso(),
@@ -397,15 +420,24 @@ class CheckpointStore:
         if last is None:
             raise StateError("the new generation has no committed run yet; nothing to publish",
                              code="STATE_INVALID")
-        head = self.latest(check_fingerprint=False)
-        version = head.version + 1 if head else 1
+        versions = self._versions()     # not read, not the hint: the records may be damaged
+        head = versions[-1] if versions else 0
         body = {k: v for k, v in last.record.items() if k != "checksum"}
-        body.update({"kind": "generation", "version": version, "run_id": run_id,
-                     "parent_version": head.version if head else None,
-                     "parent_checksum": head.checksum if head else None,
-                     "line": line._line,
+        body.update({"kind": "generation", "version": head + 1, "run_id": run_id,
+                     "parent_version": head or None,
+                     "parent_checksum": self._intact_checksum(head), "line": line._line,
                      "line_version": last.version, "created_at": _now_iso()})
-        return self._publish(version, body, None)
+        return self._publish(head + 1, body, None)
+
+    def _intact_checksum(self, version: int) -> str | None:
+        """The checksum of record ``version`` when it is intact (a rebuild links to it), else
+        ``None``: a rebuild must publish over a damaged head too."""
+        if version <= 0:
+            return None
+        with contextlib.suppress(StateError):
+            commit = self._read_commit(version, check=False)
+            return commit.checksum if commit is not None else None
+        return None
 
     def gc(self, *, grace_seconds: float = 3600.0, now: datetime | None = None) -> GcReport:
         """Remove uncommitted leftovers and snapshots beyond retention (see ``gc.collect``)."""

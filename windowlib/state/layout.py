@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import StateError, rebuild_hint
 
 __all__ = [
     "FORMAT_VERSION", "commit_key", "decode_record", "encode_record", "generation_prefix",
@@ -88,10 +88,11 @@ def encode_record(body: dict[str, Any]) -> bytes:
     return json.dumps(full, sort_keys=True, indent=1, allow_nan=False).encode() + b"\n"
 
 
-def decode_record(data: bytes, where: str) -> dict[str, Any]:
-    """Parse and verify a record: CHECKPOINT_CORRUPT or CHECKPOINT_FORMAT_UNSUPPORTED on error."""
-    hint = ("the checkpoint is left untouched; restore the object from a backup or start a new "
-            "state generation with `windowlib backfill --rebuild`")
+def decode_record(data: bytes, where: str, pipeline: str | None = None) -> dict[str, Any]:
+    """Parse and verify a record of ``pipeline``: CHECKPOINT_CORRUPT or
+    CHECKPOINT_FORMAT_UNSUPPORTED on error."""
+    hint = ("the checkpoint is left untouched; restore the object from a backup, or "
+            + rebuild_hint(pipeline))
     try:
         full = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -103,8 +104,8 @@ def decode_record(data: bytes, where: str) -> dict[str, Any]:
     fv = full.get("format_version")
     if isinstance(fv, int) and fv not in SUPPORTED_FORMAT_VERSIONS:
         raise StateError(f"commit record {where} has format_version {fv}, this windowlib "
-                         f"reads {sorted(SUPPORTED_FORMAT_VERSIONS)}; upgrade windowlib or "
-                         "rebuild", code="CHECKPOINT_FORMAT_UNSUPPORTED")
+                         f"reads {sorted(SUPPORTED_FORMAT_VERSIONS)}: a newer windowlib wrote "
+                         "it; upgrade windowlib", code="CHECKPOINT_FORMAT_UNSUPPORTED")
     checksum = full.pop("checksum", None)
     if not isinstance(checksum, str) or not checksum.startswith("sha256:"):
         raise StateError(f"commit record {where} has no checksum; {hint}",

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import StateError, rebuild_hint
 from windowlib.state.objectstore import ObjectStore
 
 __all__ = ["FileEntry", "Manifest"]
@@ -61,14 +61,14 @@ def _encode(entries: Iterable[FileEntry]) -> bytes:
     return gzip.compress(lines.encode(), mtime=0)
 
 
-def _decode(data: bytes, where: str) -> list[FileEntry]:
+def _decode(data: bytes, where: str, pipeline: str | None) -> list[FileEntry]:
     try:
         text = gzip.decompress(data).decode()
         return [FileEntry.from_dict(json.loads(line)) for line in text.splitlines() if line]
     except (OSError, EOFError, ValueError, KeyError, TypeError):
         raise StateError(f"input manifest {where} is truncated or corrupt; the checkpoint is "
-                         "left untouched (`windowlib backfill --rebuild` starts over)",
-                         code="CHECKPOINT_CORRUPT") from None
+                         f"left untouched: restore the object from a backup, or "
+                         f"{rebuild_hint(pipeline)}", code="CHECKPOINT_CORRUPT") from None
 
 
 class Manifest:
@@ -104,8 +104,10 @@ class Manifest:
     new_files = consumed  # clearer alias: returns the *new* files
 
     @classmethod
-    def load(cls, store: ObjectStore, ref: dict[str, Any] | None) -> Manifest:
-        """Read the manifest a commit record's ``manifest`` field points to (empty if None)."""
+    def load(cls, store: ObjectStore, ref: dict[str, Any] | None,
+             pipeline: str | None = None) -> Manifest:
+        """Read the manifest a commit record's ``manifest`` field points to (empty if None);
+        ``pipeline`` names the pipeline in error messages."""
         if not ref:
             return cls()
         base = ref.get("base")
@@ -116,12 +118,14 @@ class Manifest:
             data = store.read_bytes(key)
             if data is None:
                 raise StateError(f"input manifest {store.uri_for(key)} named by the commit "
-                                 "record is missing", code="CHECKPOINT_CORRUPT")
+                                 f"record is missing: restore it from a backup, or "
+                                 f"{rebuild_hint(pipeline)}", code="CHECKPOINT_CORRUPT")
             if key in sums and hashlib.sha256(data).hexdigest() != sums[key]:
                 raise StateError(f"input manifest {store.uri_for(key)} does not match the "
-                                 "checksum its commit record holds (damaged or replaced)",
+                                 "checksum its commit record holds (damaged or replaced): "
+                                 f"restore it from a backup, or {rebuild_hint(pipeline)}",
                                  code="CHECKPOINT_CORRUPT")
-            entries.extend(_decode(data, store.uri_for(key)))
+            entries.extend(_decode(data, store.uri_for(key), pipeline))
         manifest = cls(entries, base=base, deltas=deltas, sums=sums)
         if sums and len(manifest) != ref.get("files"):
             raise StateError(f"the input manifest of {store.uri_for(base or deltas[0])} holds "

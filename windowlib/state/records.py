@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from windowlib.core.time import finite_ms
 from windowlib.state.manifest import FileEntry
 
 __all__ = ["DEFAULT_EPHEMERAL", "Commit", "RunRecord"]
@@ -30,9 +31,10 @@ class Commit:
     fingerprint = property(lambda self: str(self.record["fingerprint"]))
     run_id = property(lambda self: str(self.record["run_id"]))
     created_at = property(lambda self: str(self.record["created_at"]))
-    watermark_ms = property(lambda self: self.record.get("watermark_ms"))
-    processing_time_ms = property(lambda self: self.record.get("processing_time_ms"))
-    max_event_time_ms = property(lambda self: self.record.get("max_event_time_ms"))
+    # ms, or None when unknown (records of earlier versions may hold the -inf sentinel)
+    watermark_ms = property(lambda self: finite_ms(self.record.get("watermark_ms")))
+    processing_time_ms = property(lambda self: finite_ms(self.record.get("processing_time_ms")))
+    max_event_time_ms = property(lambda self: finite_ms(self.record.get("max_event_time_ms")))
     stats = property(lambda self: dict(self.record.get("stats") or {}))
     extra = property(lambda self: dict(self.record.get("extra") or {}))
     kind = property(lambda self: str(self.record.get("kind", "run")))

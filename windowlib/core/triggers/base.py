@@ -38,9 +38,11 @@ _FIRE, _PURGE, _FIRE_AND_PURGE = TriggerResult.FIRE, TriggerResult.PURGE, \
 class TriggerContext(Protocol):
     """What a trigger may use during a callback (one key and one window at a time).
 
-    ``current_watermark`` and ``current_processing_time`` are ms ints (``MIN_TS`` before any
-    watermark). Timers are deduplicated per (time, window); deleting a timer removes only this
-    trigger's registration. During ``on_merge``, ``merge_partitioned_state(descriptor)`` merges
+    ``current_watermark`` and ``current_processing_time`` are ms ints in the timers' domain
+    (``MIN_TS`` before any watermark, ``MAX_TS`` after the end of input: unlike the window
+    function's ``Context``, never ``None``, so comparisons with timers hold at both ends).
+    Timers are deduplicated per (time, window); deleting a timer removes only this trigger's
+    registration. During ``on_merge``, ``merge_partitioned_state(descriptor)`` merges
     the state of the windows being merged into the new window.
     """
 
@@ -115,10 +117,14 @@ class Trigger:
         return ()
 
     def describe(self) -> dict:
-        """Canonical, JSON-able configuration (used for fingerprints and docs)."""
-        from windowlib.core.describe import describe_object
+        """Canonical, JSON-able configuration (used for fingerprints and docs). A custom
+        trigger is described by its class and constructor state (``describe_instance``);
+        override this to describe it yourself."""
+        from windowlib.core.describe import describe_instance, describe_object, uses_builtin_form
 
-        return describe_object(self)
+        if uses_builtin_form(type(self)):
+            return describe_object(self)
+        return describe_instance(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.errors import DefinitionError, StateError
+from windowlib.core.errors import DefinitionError, StateError, rebuild_hint
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import timestamp_ms
 from windowlib.engines.base import BundleTimes, EngineRun, Executor, PriorState, TimePolicy
@@ -173,22 +173,22 @@ class SparkExecutor(Executor):
             saved = next((p for p, k in STATE_KINDS.items() if k == prior.kind), None)
             if saved is None:
                 raise StateError(f"the checkpoint's pane state has the unknown kind "
-                                 f"{prior.kind!r} (a newer windowlib wrote it?); upgrade, or "
-                                 "start a new state generation (backfill --rebuild)",
+                                 f"{prior.kind!r} (a newer windowlib wrote it?); upgrade "
+                                 f"windowlib, or {rebuild_hint(pipeline.name)}",
                                  code="CHECKPOINT_FORMAT_UNSUPPORTED")
         choice = choose_path(pipeline, "auto", schema, self.result_schema,
                              incremental=self.incremental)
         if saved is not None:
             if self.path != "auto" and self.path != saved:
                 raise StateError(f"pipeline {pipeline.name!r}: the checkpoint's pane state "
-                                 f"belongs to the {saved} path, not {self.path}; start a new "
-                                 "state generation (backfill --rebuild) to switch",
+                                 f"belongs to the {saved} path, not {self.path}; to switch, "
+                                 f"{rebuild_hint(pipeline.name)} with path={self.path!r}",
                                  code="STATE_SCHEMA_MISMATCH")
             if saved == "native" and choice.path != "native":
                 raise StateError(f"pipeline {pipeline.name!r} cannot run natively ("
                                  f"{'; '.join(choice.reasons)}); its checkpoint holds native "
-                                 "window state: start a new state generation (backfill "
-                                 "--rebuild)", code="STATE_SCHEMA_MISMATCH")
+                                 f"window state: {rebuild_hint(pipeline.name)}",
+                                 code="STATE_SCHEMA_MISMATCH")
             return saved, tuple(choice.reasons)
         choice = choose_path(pipeline, self.path, schema, self.result_schema,
                              incremental=self.incremental)

@@ -54,7 +54,7 @@ from windowlib.core.loop import REJECT_CHECKS
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
-from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import (
     ARRIVAL,
@@ -161,7 +161,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     from pyspark.sql import functions as F
 
     logic = pipeline.compile()
-    strategy = watermark if watermark is not None else BoundedOutOfOrderness(0)
+    strategy = effective_strategy(watermark)
     prepared, kind = prepare_input(df, pipeline, arrival)
     user_columns = [c for c in df.columns if not c.startswith(INTERNAL_PREFIX)]
     stats, plan_source = bundle_stats, "caller's per-bundle statistics"

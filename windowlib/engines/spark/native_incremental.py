@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import StateError, rebuild_hint
 from windowlib.core.outputs import OutputColumns
 from windowlib.engines.spark.general import PHASE_TIMERS_WM
 from windowlib.engines.spark.native import NativeInputs, prepare_native
@@ -155,8 +155,7 @@ def check_native_state(state: Any, key_columns: Sequence[str], key_types: dict[s
     missing = [c for c in needed if c not in fields]
     if missing:
         raise StateError(f"the native window state lacks columns {missing}; restore an intact "
-                         "checkpoint version or rebuild (backfill --rebuild)",
-                         code="CHECKPOINT_CORRUPT")
+                         f"checkpoint version, or {rebuild_hint()}", code="CHECKPOINT_CORRUPT")
     check_key_types(fields, key_columns, key_types)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import StateError, rebuild_hint
 
 STATE_FORMAT_VERSION = 1
 STATE_KIND = "general-keys"      # the commit record's name for this state format
@@ -74,9 +74,8 @@ def check_key_types(saved: dict[str, Any], key_columns: Sequence[str],
         if saved[c] != key_types[c]:
             raise StateError(
                 f"key column {c!r} is {saved[c].simpleString()} in the saved state but "
-                f"{key_types[c].simpleString()} in the input; the input schema changed: start "
-                "a new state generation (backfill --rebuild) or cast the column",
-                code="STATE_SCHEMA_MISMATCH")
+                f"{key_types[c].simpleString()} in the input; the input schema changed: cast "
+                f"the column, or {rebuild_hint()}", code="STATE_SCHEMA_MISMATCH")
 
 
 def empty_state(spark: Any, key_fields: Sequence[Any]) -> Any:

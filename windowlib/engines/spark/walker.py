@@ -16,7 +16,7 @@ from typing import Any
 
 from windowlib.core.codec import decode, to_json
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
-from windowlib.core.errors import ExecutionError, StateError
+from windowlib.core.errors import ExecutionError, StateError, rebuild_hint
 from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, non_finite, reject_reason
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MAX_TS, MIN_TS
@@ -237,7 +237,7 @@ class _Walker:
                                                  data)
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise StateError(f"pane state of key {self.key!r} is corrupt ({exc!r}); restore "
-                             "an intact checkpoint version or rebuild (backfill --rebuild)",
+                             f"an intact checkpoint version, or {rebuild_hint()}",
                              code="CHECKPOINT_CORRUPT") from exc
 
     def _idle(self) -> bool:
