@@ -119,4 +119,7 @@ def test_report_the_trials():
     """Prints the figures (docs/operations.md quotes a long local run)."""
     print(f"corruption trials: {OUTCOMES['trials']} — {OUTCOMES['corrupt']} refused with "
           f"CHECKPOINT_CORRUPT, {OUTCOMES['same']} harmless, 0 silent divergences")
-    assert OUTCOMES["trials"] in (0, TRIALS) or OUTCOMES["trials"] > 0
+    if OUTCOMES["trials"]:       # run with the property test (one module, one worker)
+        assert OUTCOMES["trials"] <= TRIALS
+        assert OUTCOMES["trials"] == OUTCOMES["corrupt"] + OUTCOMES["same"]
+        assert OUTCOMES["corrupt"] > 0, "no damage reached a check: the trials test nothing"

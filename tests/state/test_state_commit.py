@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -194,3 +195,20 @@ def test_latest_hint_is_only_a_lower_bound(root_uri, s3_settings):
     assert cs.latest().version == 2
     cs.pipeline_store.write_bytes(layout.LATEST_HINT, b"garbage")
     assert cs.latest().version == 2
+
+
+def test_a_run_record_survives_its_pending_json_round_trip():
+    """A run staged by one process is published by another (Airflow tasks): the record that
+    crosses over in ``pending.json`` is the record that was staged, ``ephemeral`` included."""
+    from windowlib.state.manifest import FileEntry
+
+    record = RunRecord(watermark_ms=5, processing_time_ms=None, max_event_time_ms=7,
+                       stats={"inputs": 3}, extra={"k": [1]},
+                       consumed=[FileEntry("p/a.parquet", 10, etag="e", partition="p",
+                                           version=2)],
+                       prefixes=["firings", "state"], ephemeral=["state", "firings"])
+    text = json.dumps(record.to_dict())
+    back = RunRecord.from_dict(json.loads(text))
+    assert back == RunRecord(5, None, 7, {"inputs": 3}, {"k": [1]},
+                             [FileEntry("p/a.parquet", 10, "e", None, "p", 2)],
+                             ["firings", "state"], ["state", "firings"])

@@ -22,6 +22,7 @@ from windowlib.core.codec import decode, encode
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time, is_late
+from windowlib.core.logic import driver_plan
 from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pane import Timing, pane_info, pane_timing
@@ -40,48 +41,9 @@ _ON_TIME = Timing.ON_TIME
 _TIMER_LIMIT = 1_000_000
 
 
-class _Plan:
-    """What the hot paths read from a ``PipelineLogic``, resolved once per logic object."""
-
-    __slots__ = ("assign", "discarding", "domain", "event_time", "lateness_ms", "logic",
-                 "on_element", "on_event_time", "on_processing_time", "retracting",
-                 "runner_add", "runner_clear", "skip_trigger_clear")
-
-    def __init__(self, logic: Any) -> None:
-        self.logic = logic
-        self.domain = logic.window_domain
-        self.event_time = logic.event_time
-        self.lateness_ms = logic.allowed_lateness_ms
-        self.retracting = logic.retracting
-        self.assign = logic.assigner.assign_windows
-        self.discarding = logic.accumulation == "discarding"
-        trigger = logic.trigger
-        self.on_element = trigger.on_element
-        self.on_event_time = trigger.on_event_time
-        self.on_processing_time = trigger.on_processing_time
-        # At cleanup the driver drops the window's trigger state and timers itself; a trigger
-        # whose clear() touches nothing else (built-ins say so) need not be called then.
-        self.skip_trigger_clear = bool(trigger.clear_is_local())
-        runner = logic.runner
-        self.runner_add = runner.add
-        self.runner_clear = runner.clear if runner.needs_clear else None
-
-
-_PLANS: dict[int, _Plan] = {}
-
-
 def logic_fn(driver: KeyDriver) -> Any:
     """The user's function object of a driver's pipeline (for messages)."""
     return driver.logic.runner.spec.producer
-
-
-def _plan_of(logic: Any) -> _Plan:
-    plan = _PLANS.get(id(logic))
-    if plan is None or plan.logic is not logic:
-        if len(_PLANS) >= 256:
-            _PLANS.clear()
-        plan = _PLANS[id(logic)] = _Plan(logic)  # the plan keeps logic alive: ids stay unique
-    return plan
 
 
 class KeyDriver(SessionMerging):
@@ -102,7 +64,7 @@ class KeyDriver(SessionMerging):
         self.global_state: dict = {}
         self._ctx = WindowTriggerContext(self)  # after clock and timers: it keeps them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
-        self._plan = _plan_of(logic)
+        self._plan = driver_plan(logic)
 
     # --- timers ---------------------------------------------------------------------------
     def timer_op(self, domain: str, time: int, owner: str, register: bool, window: Any,

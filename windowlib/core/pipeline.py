@@ -1,4 +1,4 @@
-"""The ``Pipeline`` builder (frozen configuration) and the logic object it compiles to.
+"""The ``Pipeline`` builder: a frozen configuration that compiles to a ``PipelineLogic``.
 
 Every builder method returns a new ``Pipeline`` and validates what it can at once, so an invalid
 definition fails where it is written, with a ``DefinitionError`` code. ``compile()`` produces
@@ -21,11 +21,10 @@ from windowlib.core.describe import describe_value, earlier_descriptions
 from windowlib.core.errors import DefinitionError, InputError
 from windowlib.core.evictors import CountEvictor, Evictor
 from windowlib.core.functions import FunctionSpec, OutputTag
-from windowlib.core.runner import FunctionRunner
+from windowlib.core.logic import PipelineLogic
 from windowlib.core.time import duration_ms
 from windowlib.core.triggers import CountTrigger, PurgingTrigger, Trigger
 from windowlib.core.triggers.dsl import ACCUMULATION_MODES, DslTrigger
-from windowlib.core.triggers.end_of_window import AfterEndOfWindow
 
 _NAME = re.compile(r"[a-z0-9_]+")
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -357,14 +356,6 @@ def _engine() -> DataFrameEngine:
     return _ENGINES[0]
 
 
-def _finite_columns(spec: FunctionSpec | None) -> tuple[str, ...]:
-    """The columns numeric declarative aggregates read (a NaN or ±inf there is a reject)."""
-    if spec is None or spec.kind != "declarative":
-        return ()
-    return tuple(dict.fromkeys(a.column for a in spec.fn.aggregates
-                               if a.kind in ("sum", "mean", "min", "max")))
-
-
 def _check_callable(fn: Any, what: str) -> None:
     if not callable(fn):
         raise DefinitionError(f"{what} needs a callable, got {fn!r}", code="ARGUMENT_INVALID")
@@ -375,69 +366,6 @@ def _check_process_fn(process_fn: Any) -> None:
         raise DefinitionError(
             f"expected a ProcessWindowFunction (an object with process(key, context, "
             f"elements)), got {process_fn!r}", code="ARGUMENT_INVALID")
-
-
-@dataclass
-class PipelineLogic:
-    """Everything a ``KeyDriver`` needs, resolved once from a ``Pipeline``."""
-
-    pipeline: Pipeline
-    key_columns: tuple[str, ...]
-    key_column_set: frozenset[str]
-    timestamp: str
-    assigner: WindowAssigner
-    trigger: Trigger
-    evictor: Evictor | None
-    runner: FunctionRunner
-    allowed_lateness_ms: int
-    accumulation: str
-    event_time: bool
-    window_domain: str
-    merging: bool
-    fire_empty_on_time: bool
-    max_future_skew_ms: int
-    finite_columns: tuple[str, ...] = ()   # read by sum/mean/min/max: NaN/±inf are rejects
-
-    @property
-    def retracting(self) -> bool:
-        return self.accumulation == "accumulating_and_retracting"
-
-    @classmethod
-    def build(cls, p: Pipeline) -> PipelineLogic:
-        if p.window_assigner is None:
-            raise DefinitionError(f"pipeline {p.name!r} has no window; call window(...), "
-                                  "window_all(...) or count_window(...)", code="NO_WINDOW")
-        if p.function is None:
-            raise DefinitionError(
-                f"pipeline {p.name!r} has no window function; call aggregate, reduce, fold, "
-                "apply or process", code="NO_WINDOW_FUNCTION")
-        trigger = p.effective_trigger
-        assigner = p.window_assigner
-        return cls(
-            pipeline=p,
-            key_columns=p.key_columns,
-            key_column_set=frozenset(p.key_columns),
-            timestamp=p.timestamp,
-            assigner=assigner,
-            trigger=trigger,
-            evictor=p.window_evictor,
-            runner=FunctionRunner(p.function, buffered=p.window_evictor is not None),
-            allowed_lateness_ms=p.allowed_lateness_ms if assigner.is_event_time else 0,
-            accumulation=p.effective_accumulation,
-            event_time=assigner.is_event_time,
-            window_domain="event" if assigner.is_event_time else "processing",
-            merging=assigner.is_merging,
-            fire_empty_on_time=isinstance(trigger, AfterEndOfWindow) and
-            trigger.fire_empty_on_time,
-            max_future_skew_ms=p.max_future_skew_ms,
-            finite_columns=_finite_columns(p.function),
-        )
-
-    def key_argument(self, key: tuple) -> Any:
-        """The key as window functions see it: a value, a tuple, or None (non-keyed)."""
-        if not self.key_columns:
-            return None
-        return key[0] if len(key) == 1 else key
 
 
 __all__: Sequence[str] = ["Pipeline", "PipelineLogic"]

@@ -213,7 +213,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
                        if k not in ("validation", "status", "published")},
                 extra=details.to_extra(), consumed=plan.files, prefixes=list(STAGED))
             result = StagedRun(staging, summary, record)
-            staging.write_json("pending", {"record": _record_dict(record), **result.ref()})
+            staging.write_json("pending", {"record": record.to_dict(), **result.ref()})
             # exactly the staged files: no listing, and nothing is recomputed
             result.firings = read_frame(spark, staged.frames["firings"],
                                         staged.firings_schema, settings=settings)
@@ -398,14 +398,6 @@ def _rebuild(pipeline: Pipeline, source: PartitionedSource, main: CheckpointStor
 
 # --- a staged run across processes ------------------------------------------------------------
 
-def _record_dict(record: RunRecord) -> dict[str, Any]:
-    return {"watermark_ms": record.watermark_ms,
-            "processing_time_ms": record.processing_time_ms,
-            "max_event_time_ms": record.max_event_time_ms, "stats": dict(record.stats),
-            "extra": dict(record.extra), "consumed": [asdict(f) for f in record.consumed],
-            "prefixes": list(record.prefixes or [])}
-
-
 def restore_staged(cs: CheckpointStore, ref: dict[str, Any]) -> StagedRun:
     """The ``StagedRun`` of ``ref`` (``StagedRun.ref()``) from its ``pending.json``."""
     parent = cs.get(ref["parent_version"]) if ref.get("parent_version") else None
@@ -416,8 +408,5 @@ def restore_staged(cs: CheckpointStore, ref: dict[str, Any]) -> StagedRun:
         raise StateError(f"staged run {ref['run_id']} (version {ref['version']}) is gone: it "
                          "was published, aborted or garbage-collected; run again",
                          code="STAGING_MISSING")
-    rec = json.loads(pending)["record"]
-    record = RunRecord(rec["watermark_ms"], rec["processing_time_ms"], rec["max_event_time_ms"],
-                       rec["stats"], rec["extra"],
-                       [FileEntry.from_dict(f) for f in rec["consumed"]], rec["prefixes"])
+    record = RunRecord.from_dict(json.loads(pending)["record"])
     return StagedRun(staging, RunSummary.from_dict(ref["summary"]), record)

@@ -30,8 +30,7 @@ import json
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from windowlib.core.errors import DefinitionError, StateError, rebuild_hint
@@ -41,6 +40,7 @@ from windowlib.state.manifest import Manifest
 from windowlib.state.objectstore import ObjectStore
 from windowlib.state.paths import validate_pipeline_name
 from windowlib.state.records import Commit, RunRecord
+from windowlib.state.staging import Staging, now_iso
 from windowlib.state.stores import open_store
 
 if TYPE_CHECKING:
@@ -48,55 +48,6 @@ if TYPE_CHECKING:
     from windowlib.state.s3config import S3Settings
 
 __all__ = ["CheckpointStore", "Commit", "RunRecord", "Staging"]
-
-_NAME = re.compile(r"[a-z0-9_]{1,64}")
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-@dataclass
-class Staging:
-    """A run in progress: a unique prefix for its files. Not visible until committed."""
-
-    checkpoint: CheckpointStore
-    version: int
-    generation: int
-    run_id: str
-    token: str
-    parent: Commit | None
-    names: set[str] = field(default_factory=set)
-    state: str = "open"  # open | committed | aborted
-
-    @property
-    def key(self) -> str:
-        """The staging prefix, relative to the pipeline root."""
-        return self.checkpoint._line_key(L.staging_prefix(self.version, self.token))
-
-    def key_for(self, name: str) -> str:
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise DefinitionError(f"staged prefix name {name!r} must match [a-z0-9_]+",
-                                  code="NAME_INVALID")
-        return f"{self.key}/{name}"
-
-    def uri(self, name: str) -> str:
-        """Absolute URI (no trailing slash) where this run writes the data set ``name``."""
-        key = self.key_for(name)
-        self.names.add(name)
-        return self.checkpoint.pipeline_store.uri_for(key)
-
-    def write_json(self, name: str, obj: Any) -> str:
-        """Stage a small JSON document ``<staging>/<name>.json``; returns its key."""
-        key = f"{self.key_for(name)}.json"
-        self.checkpoint.pipeline_store.write_bytes(key, json.dumps(obj, sort_keys=True).encode())
-        return key
-
-    def abort(self) -> int:
-        """Delete everything staged (idempotent); returns how many objects were removed."""
-        self.state = "aborted"
-        return self.checkpoint.pipeline_store.delete_prefix(self.key + "/")
-
 
 class CheckpointStore:
     """Checkpoints of one pipeline under ``uri`` (``file://``, path or ``s3://``).
@@ -309,7 +260,7 @@ class CheckpointStore:
         generation = parent.generation if parent else (self._generation or 1)
         staging = Staging(self, version, generation, run_id, secrets.token_hex(8), parent)
         marker = {"run_id": run_id, "version": version, "generation": generation,
-                  "created_at": _now_iso(), "fingerprint": self.fingerprint}
+                  "created_at": now_iso(), "fingerprint": self.fingerprint}
         self.pipeline_store.write_bytes(f"{staging.key}/{L.STAGING_MARKER}",
                                         json.dumps(marker, sort_keys=True).encode())
         fault_point(CrashPoint.AFTER_BEGIN)
@@ -341,7 +292,7 @@ class CheckpointStore:
             "ephemeral": sorted(set(record.ephemeral) & set(names)),
             "watermark_ms": record.watermark_ms, "processing_time_ms": record.processing_time_ms,
             "max_event_time_ms": record.max_event_time_ms, "stats": dict(record.stats),
-            "manifest": manifest_ref, "created_at": _now_iso(), "extra": dict(record.extra),
+            "manifest": manifest_ref, "created_at": now_iso(), "extra": dict(record.extra),
         }
         commit = self._publish(staging.version, body, staging)
         staging.state = "committed"
@@ -404,7 +355,7 @@ class CheckpointStore:
         g = max([1 if self.latest_version() else 0, *self.generation_numbers()]) + 1
         while True:
             line = L.generation_prefix(g)
-            marker = json.dumps({"generation": g, "run_id": run_id, "created_at": _now_iso(),
+            marker = json.dumps({"generation": g, "run_id": run_id, "created_at": now_iso(),
                                  "fingerprint": self.fingerprint}, sort_keys=True).encode()
             if self.pipeline_store.create_exclusive(f"{line}/_generation.json", marker):
                 return self._for_line(line, g, self.fingerprint)
@@ -426,7 +377,7 @@ class CheckpointStore:
         body.update({"kind": "generation", "version": head + 1, "run_id": run_id,
                      "parent_version": head or None,
                      "parent_checksum": self._intact_checksum(head), "line": line._line,
-                     "line_version": last.version, "created_at": _now_iso()})
+                     "line_version": last.version, "created_at": now_iso()})
         return self._publish(head + 1, body, None)
 
     def _intact_checksum(self, version: int) -> str | None:

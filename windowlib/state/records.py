@@ -7,7 +7,7 @@ that the record published (relative keys resolved against the pipeline root).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from windowlib.core.time import finite_ms
@@ -62,3 +62,18 @@ class RunRecord:
     consumed: Sequence[FileEntry] = ()
     prefixes: Sequence[str] | None = None
     ephemeral: Sequence[str] = DEFAULT_EPHEMERAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (a staged run's ``pending.json``); :meth:`from_dict` reverses it."""
+        return {"watermark_ms": self.watermark_ms,
+                "processing_time_ms": self.processing_time_ms,
+                "max_event_time_ms": self.max_event_time_ms, "stats": dict(self.stats),
+                "extra": dict(self.extra), "consumed": [asdict(f) for f in self.consumed],
+                "prefixes": list(self.prefixes or []), "ephemeral": list(self.ephemeral)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        return cls(data["watermark_ms"], data["processing_time_ms"], data["max_event_time_ms"],
+                   data["stats"], data["extra"],
+                   [FileEntry.from_dict(f) for f in data["consumed"]], data["prefixes"],
+                   data.get("ephemeral", DEFAULT_EPHEMERAL))
