@@ -123,11 +123,12 @@ def test_escaped_string_partitions_and_window_all(spark, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["null key", "no statistics", "filter", "computed column",
-                                  "int96"])
+                                  "int96", "out of range"])
 def test_inputs_without_exact_statistics_fall_back(spark, tmp_path, case):
     root = tmp_path / "in"
     columns = {"k": ["a", None if case == "null key" else "b"],
-               "ts": [ts(2024, 3, 1, 5), ts(2024, 3, 1, 5, 30)], "v": [1, 2]}
+               "ts": [ts(2024, 3, 1, 5), ts(9999, 6, 1) if case == "out of range"
+                      else ts(2024, 3, 1, 5, 30)], "v": [1, 2]}
     write(root, "arrival", "2024-03-01T05", columns, TS_TYPES,
           statistics=case != "no statistics")
     df = spark.read.parquet(str(root))
@@ -141,7 +142,8 @@ def test_inputs_without_exact_statistics_fall_back(spark, tmp_path, case):
     stats, how, _, _ = both_plans(df, pipeline())
     assert stats is None
     expected = {"null key": "key", "no statistics": "missing", "filter": "plain Parquet",
-                "computed column": "plain Parquet", "int96": "INT96"}[case]
+                "computed column": "plain Parquet", "int96": "INT96",
+                "out of range": "accepted range"}[case]
     assert expected in how
 
 

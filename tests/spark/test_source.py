@@ -11,7 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from windowlib.runs.source import CORRUPT_COLUMN, FILE_COLUMN, ROW_COLUMN, PartitionedSource
+from windowlib.runs.source import (
+    CORRUPT_COLUMN,
+    ERROR_COLUMN,
+    FILE_COLUMN,
+    ROW_COLUMN,
+    PartitionedSource,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -94,10 +100,13 @@ def test_s3_corrupt_and_mismatched_parquet_files_are_reported_not_lost(spark,
     assert sorted(r["ts"] for r in rows if r["key"] != "y") == [5 * 3_600_000 + i
                                                                  for i in range(6)]
     assert [(r["key"], r["ts"]) for r in rows if r["key"] == "y"] == [("y", None)]
-    # every input file is accounted for: data rows or exactly one bad-file row
+    # every input file is accounted for: data rows or exactly one bad-file row, whose row
+    # number is the file's row count when its footer is readable (the wrong-typed file: 1)
     files = {r[FILE_COLUMN] for r in got.frame.select(FILE_COLUMN).collect()}
     assert files == {f.path for f in part.files}
-    assert got.frame.filter(f"{ROW_COLUMN} = -1").count() == 3
+    bad_rows = got.frame.filter(f"{ERROR_COLUMN} IS NOT NULL").collect()
+    assert sorted((r[FILE_COLUMN].rsplit("/", 1)[1], r[ROW_COLUMN]) for r in bad_rows) == [
+        ("b-truncated.parquet", -1), ("c-garbage.parquet", -1), ("d-wrongtype.parquet", 1)]
     got.frame.unpersist()
 
 

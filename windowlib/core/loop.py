@@ -27,7 +27,13 @@ from typing import Any
 
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import InputError, StateError
-from windowlib.core.time import MIN_TS, timestamp_ms
+from windowlib.core.time import (
+    EVENT_TIME_END_MS,
+    EVENT_TIME_MIN_MS,
+    MIN_TS,
+    event_time_in_range,
+    timestamp_ms,
+)
 
 # --- admission: why an element cannot be processed --------------------------------------------
 
@@ -47,10 +53,10 @@ def timestamp_problem(value: Any) -> str | None:
     if value is None:
         return "null_timestamp"
     try:
-        timestamp_ms(value)
+        ms = timestamp_ms(value)
     except InputError:
         return "invalid_timestamp"
-    return None
+    return None if event_time_in_range(ms) else "timestamp_out_of_range"
 
 
 MISSING = _MISSING
@@ -108,6 +114,8 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
     if type(ts) is not int:
         reason = timestamp_problem(ts)
         ts = 0 if reason is not None else timestamp_ms(ts)
+    elif not EVENT_TIME_MIN_MS <= ts < EVENT_TIME_END_MS:
+        reason = "timestamp_out_of_range"
     if len(key_columns) == 1:
         key: tuple = (row.get(key_columns[0]),)
     else:

@@ -18,6 +18,20 @@ MIN_TS: int = -(2**63)
 MAX_TS: int = 2**63 - 1
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
+# The event times windowlib accepts, [0002-01-01, 9999-01-01) UTC: a year inside the range a
+# timestamp column can hold and every reader can turn into a datetime (Python's datetime spans
+# years 1-9999, and PySpark converts through the local time zone: year-1 values fail to collect).
+# The margin keeps what derives from an event time readable too: window bounds, watermarks and
+# clocks, for windows and delays of up to a year. Outside it an element is a reject
+# (``timestamp_out_of_range``).
+EVENT_TIME_MIN_MS: int = -62_104_060_800_000
+EVENT_TIME_END_MS: int = 253_370_764_800_000
+
+
+def event_time_in_range(ts_ms: int) -> bool:
+    """Whether an event time (ms) is in the accepted range (else: ``timestamp_out_of_range``)."""
+    return EVENT_TIME_MIN_MS <= ts_ms < EVENT_TIME_END_MS
+
 
 def finite_ms(t: int | None) -> int | None:
     """A clock value as user code and records see it: the ms, or ``None`` when it has no

@@ -25,8 +25,9 @@ evident:
   Spark writes by default, carry no statistics); a file written by Spark with legacy calendar
   rebasing;
 - a row group lacks the max statistic of the event-time column (unless all its values are
-  null) or the null count of a key column, or a key column has nulls there (the largest
-  accepted event time is then unknown).
+  null) or the null count of a key column, or a key column has nulls there, or its max event
+  time is outside ``core.time``'s accepted range (the largest accepted event time is then
+  unknown).
 
 Works over Spark Connect too (``inputFiles`` and ``explain`` are DataFrame API) when the client
 can read the files' paths.
@@ -43,6 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
+
+from windowlib.core.time import event_time_in_range
 
 MAX_FOOTER_FILES = 5000
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -196,6 +199,8 @@ def _file_stats(path: str, arrival: str, timestamp: str, ts_type: str,
                 continue
             raise _Fallback("event-time statistics missing")
         value = to_ms(stats.max_raw)
+        if not event_time_in_range(value):   # a reject: the max accepted event time is unknown
+            raise _Fallback("event times outside the accepted range")
         best = value if best is None or value > best else best
     return count, best
 

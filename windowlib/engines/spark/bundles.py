@@ -37,13 +37,20 @@ from typing import Any
 from windowlib.core.errors import InputError
 from windowlib.core.loop import BundleClock, RunClock
 from windowlib.core.partitions import partition_interval
-from windowlib.core.time import MIN_TS, duration_ms, timestamp_ms
+from windowlib.core.time import (
+    EVENT_TIME_END_MS,
+    EVENT_TIME_MIN_MS,
+    MIN_TS,
+    duration_ms,
+    timestamp_ms,
+)
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 
 ARRIVAL = "__wl_arrival"
 TS = "__wl_ts"
 TREASON = "__wl_treason"
+OUT_OF_RANGE = "timestamp_out_of_range"      # core.loop.timestamp_problem's reason
 INTERNAL_PREFIX = "__wl_"
 
 _DAY = 86_400_000
@@ -116,9 +123,32 @@ def arrival_key_column(df: Any, arrival: str) -> tuple[Any, str]:
 
 def event_time_columns(df: Any, ts_column: str) -> tuple[Any, Any]:
     """``(ms, reason)`` Column expressions for the event-time column, with the reference
-    engine's rules: ints are ms, timestamps/dates convert (floor to ms), integral floats are
-    accepted; null -> ``null_timestamp``, a missing column -> ``missing_timestamp``, anything
-    else -> ``invalid_timestamp``."""
+    engine's rules (``core.loop.timestamp_problem``): ints are ms, timestamps/dates convert
+    (floor to ms), integral floats are accepted; null -> ``null_timestamp``, a missing column
+    -> ``missing_timestamp``, outside ``core.time``'s accepted range ->
+    ``timestamp_out_of_range``, anything else -> ``invalid_timestamp``."""
+    from pyspark.sql import functions as F
+
+    ms, reason = _parsed_event_time(df, ts_column)
+    outside = (ms < F.lit(EVENT_TIME_MIN_MS)) | (ms >= F.lit(EVENT_TIME_END_MS))
+    return ms, F.coalesce(reason, F.when(outside, F.lit(OUT_OF_RANGE)))
+
+
+def readable_event_times(df: Any, ts_column: str, reason: str) -> Any:
+    """``df`` with a timestamp-typed event time that is ``timestamp_out_of_range`` (column
+    ``reason``) set to null: such a row is a reject, and PySpark cannot collect the value
+    (year 1, or past 9999 in some time zones); the reason tells why it is null."""
+    from pyspark.sql import functions as F
+
+    T = _types()
+    if ts_column not in df.columns or not isinstance(
+            df.schema[ts_column].dataType, T.TimestampType | T.TimestampNTZType):
+        return df
+    readable = F.col(reason).isNull() | (F.col(reason) != F.lit(OUT_OF_RANGE))
+    return df.withColumn(ts_column, F.when(readable, F.col(f"`{ts_column}`")))
+
+
+def _parsed_event_time(df: Any, ts_column: str) -> tuple[Any, Any]:
     from pyspark.sql import functions as F
 
     T = _types()

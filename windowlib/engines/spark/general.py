@@ -18,8 +18,8 @@ in the (monotone) ``W``/``P`` sequences by bisection, so the cost follows data a
 not keys x bundles. The bundle sequence (``P_b``, ``W_b``; see ``bundles.py``) is a small list
 shipped in the task closure.
 
-Rows are rejected with the reference engine's reasons (``null_timestamp``,
-``missing_timestamp``, ``invalid_timestamp``, ``future_timestamp``, ``missing_key``); elements
+Rows are rejected with the reference engine's reasons (``core.loop``: the event time's,
+``future_timestamp``, ``missing_key``, ``non_finite``); elements
 dropped for every window are emitted as late (with the watermark they met).
 
 **Memory.** A key's elements are streamed: the walker holds one Arrow batch, the current key's
@@ -55,7 +55,7 @@ from windowlib.core.loop import RunClock
 from windowlib.core.outputs import OUTPUTS, OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
-from windowlib.core.watermarks import BoundedOutOfOrderness, WatermarkStrategy
+from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import (
     ARRIVAL,
@@ -66,6 +66,7 @@ from windowlib.engines.spark.bundles import (
     arrival_key_column,
     event_time_columns,
     plan_bundles,
+    readable_event_times,
 )
 from windowlib.engines.spark.columns import (
     ABSENT,
@@ -211,6 +212,7 @@ def prepare_input(df: Any, pipeline: Pipeline, arrival: str) -> tuple[Any, str]:
     if TS not in df.columns or TREASON not in df.columns:
         ms, reason = event_time_columns(df, logic.timestamp)
         df = df.withColumn(TS, ms).withColumn(TREASON, reason)
+        df = readable_event_times(df, logic.timestamp, TREASON)
     return df, kind
 
 
@@ -252,7 +254,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
 
     pipeline = with_result_schema(pipeline, result_schema)
     logic = pipeline.compile()
-    strategy = watermark if watermark is not None else BoundedOutOfOrderness(0)
+    strategy = effective_strategy(watermark)
     clock = clock if clock is not None else RunClock()
     prepared, kind = prepare_input(df, pipeline, arrival)
     user_columns = [c for c in df.columns if not c.startswith(INTERNAL_PREFIX)]
