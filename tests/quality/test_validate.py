@@ -75,14 +75,14 @@ def test_real_outputs_pass_and_write_data_docs(accumulating, tmp_path):
     assert outcome.failed == []
     names = set(by_name(outcome))
     assert {"not_null:key", "not_null:window_start", "timing_allowed", "pane_index_non_negative",
-            "pane_unique", "window_length", "on_time_at_most_once", "conservation",
+            "pane_unique", "window_length", "on_time_at_most_once",
             "custom_1_expect_column_values_to_be_between"} <= names
     results = by_name(outcome)   # passed: built-ins count 0, the pipeline's own are not counted
     assert results["timing_allowed"].unexpected_count == 0
     assert results["custom_1_expect_column_values_to_be_between"].unexpected_count is None
     assert outcome.data_docs_index == str(tmp_path / "docs" / "index.html")
     index = (tmp_path / "docs" / "index.html").read_text()
-    assert "quality_demo.firings" in index and "quality_demo.run" in index
+    assert "quality_demo.firings" in index and "quality_demo.windows" in index
     small = outcome.to_dict()
     assert small["success"] is True and small["data_docs"] == outcome.data_docs_index
     assert not result.firings.is_cached
@@ -116,23 +116,20 @@ def test_broken_outputs_fail_with_exact_counts(spark, accumulating):
     broken, data = break_firings(spark, result.firings)
     too_many = sum(1 for r in data if r["count"] > 2)
     assert too_many > 20           # more than GX's 20-row sample
-    bad_summary = {**summary, "inputs": summary["inputs"] + 2}
     outcome = validate_outputs(
-        p, broken, bad_summary,
+        p, broken, summary,
         extra_expectations=[gx.expectations.ExpectColumnValuesToBeBetween(
             column="count", max_value=2)])
     assert not outcome.success
     results = by_name(outcome)
     expected = {"pane_index_non_negative": 1, "timing_allowed": 3, "window_length": 2,
                 "not_null:key": 1, "pane_unique": 4, "on_time_at_most_once": 1,
-                "conservation": 1, "custom_1_expect_column_values_to_be_between": too_many}
+                "custom_1_expect_column_values_to_be_between": too_many}
     failed = {name for name, r in results.items() if not r.success}
     assert failed == set(expected)
     for name, count in expected.items():
         assert results[name].unexpected_count == count, name
     assert results["pane_index_non_negative"].element_count == len(data)
-    assert any(line.startswith("conservation ") and "unaccounted: 2" in line
-               for line in outcome.failed)
     assert any(line.startswith("pane_unique ") and ": 4 unexpected" in line
                for line in outcome.failed)
     assert len(outcome.failed) == len(expected)

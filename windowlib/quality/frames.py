@@ -7,19 +7,15 @@ Invariants:
 * Counts are exact: computed with Spark aggregates over the whole frame, never from GX's 20-row
   ``partial_unexpected_*`` samples. They follow GX's definitions: map expectations skip nulls
   (nulls are counted by the not-null checks), ``pane_unique`` counts every row whose pane tuple
-  is shared with another row, ``on_time_at_most_once`` counts windows, ``conservation`` counts
-  the one summary row.
+  is shared with another row, ``on_time_at_most_once`` counts windows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from windowlib.core.errors import DefinitionError
 from windowlib.quality.suites import (
     ON_TIME_ROWS,
-    RUN_COLUMNS,
     TIMINGS,
     WINDOW_LENGTH,
     SuitePlan,
@@ -51,26 +47,6 @@ def windows_frame(plan: SuitePlan, firings: Any) -> Any:
         on_time = on_time & ~F.coalesce(_c("retract"), F.lit(False))
     rows = F.sum(F.when(on_time, 1).otherwise(0)).cast("long").alias(ON_TIME_ROWS)
     return firings.groupBy(*[_c(c) for c in plan.window_columns]).agg(rows)
-
-
-def run_row(summary: Mapping[str, Any]) -> dict[str, int | None]:
-    """The conservation row: the summary's counts and ``accounted``."""
-    row: dict[str, int | None] = {}
-    for name in RUN_COLUMNS:
-        value = summary.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise DefinitionError(f"run summary field {name!r} must be an integer count, "
-                                  f"got {value!r}", code="ARGUMENT_INVALID")
-        row[name] = value
-    parts = [row[n] for n in ("processed", "late", "rejects")]
-    row["accounted"] = None if any(p is None for p in parts) else sum(parts)  # type: ignore
-    return row
-
-
-def run_frame(spark: Any, summary: Mapping[str, Any]) -> Any:
-    """A one-row DataFrame of ``run_row(summary)``."""
-    schema = ", ".join(f"{c} long" for c in (*RUN_COLUMNS, "accounted"))
-    return spark.createDataFrame([run_row(summary)], schema)
 
 
 def firings_counts(plan: SuitePlan, firings: Any) -> dict[str, int]:
@@ -113,29 +89,10 @@ def windows_counts(windows: Any) -> dict[str, int]:
     return {"__rows__": int(row[0] or 0), "on_time_at_most_once": int(row[1] or 0)}
 
 
-def run_counts(summary: Mapping[str, Any]) -> dict[str, int]:
-    """Counts for the run row (0 or 1)."""
-    row = run_row(summary)
-    ok = row["inputs"] is not None and row["inputs"] == row["accounted"]
-    return {"conservation": 0 if ok else 1, "__rows__": 1}
-
-
-def conservation_detail(summary: Mapping[str, Any]) -> str:
-    """``inputs N != processed + late + rejects = M`` in words."""
-    row = run_row(summary)
-    gap = None if row["inputs"] is None or row["accounted"] is None else \
-        row["inputs"] - row["accounted"]
-    return (f"inputs {row['inputs']} vs processed {row['processed']} + late {row['late']} + "
-            f"rejects {row['rejects']} = {row['accounted']} (unaccounted: {gap})")
-
 
 __all__ = [
-    "conservation_detail",
     "firings_counts",
     "prepare_firings",
-    "run_counts",
-    "run_frame",
-    "run_row",
     "windows_counts",
     "windows_frame",
 ]

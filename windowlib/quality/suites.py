@@ -1,6 +1,6 @@
 """Expectation suites built in code from a pipeline definition (GX Core 1.x).
 
-A run is validated on three frames, each with its own suite (``<pipeline>.<frame>``):
+A run is validated on two frames, each with its own suite (``<pipeline>.<frame>``):
 
 * ``firings`` — the staged firings, plus a derived ``window_length_ms`` column for sized
   (tumbling/sliding) assigners: required columns not null (keys, ``pane_index``, ``timing``,
@@ -9,8 +9,6 @@ A run is validated on three frames, each with its own suite (``<pipeline>.<frame
   window length equal to the assigner's size, then the pipeline's own expectations.
 * ``windows`` — one row per (key..., window_start, window_end) with ``on_time_rows``, the number
   of non-retraction ON_TIME firings: at most one per window (SPEC §6).
-* ``run`` — one row built from the run summary: ``inputs`` equals ``accounted`` =
-  ``processed + late + rejects`` (SPEC §7); a count missing from the summary fails it.
 
 Invariants and decisions:
 
@@ -25,6 +23,9 @@ Invariants and decisions:
   and failure messages use. Pipeline-specific expectations are copied (never mutated) and named
   ``custom_<n>_<expectation type>``.
 * Suites are plain GX objects; nothing here touches Spark or a GX context.
+* Conservation (``inputs = processed + late + rejects``, SPEC §7) is not a check here: its one
+  owner is ``runs.summary.RunSummary.check_conservation``, which refuses to stage a run whose
+  counts do not add up, so a GX copy of it could never fail.
 """
 
 from __future__ import annotations
@@ -41,11 +42,11 @@ from windowlib.core.errors import DefinitionError
 from windowlib.core.pipeline import Pipeline
 
 TIMINGS: tuple[str, ...] = ("EARLY", "ON_TIME", "LATE")
-FRAMES: tuple[str, ...] = ("firings", "windows", "run")
+FRAMES: tuple[str, ...] = ("firings", "windows")
 #: suite name suffix -> the frame it validates; built-in firings checks and the pipeline's own
 #: expectations are separate suites so that each gets the cheapest GX result format.
 SUITES: dict[str, str] = {"firings": "firings", "firings_custom": "firings",
-                          "windows": "windows", "run": "run"}
+                          "windows": "windows"}
 WINDOW_LENGTH = "window_length_ms"
 ON_TIME_ROWS = "on_time_rows"
 META_KEY = "windowlib_check"
@@ -157,7 +158,7 @@ def build_plan(pipeline: Pipeline, extra_expectations: Iterable[Expectation] = (
         unique_panes=spec is not None and spec.kind in _SINGLE_ROW_KINDS
         and spec.process_fn is None,
     )
-    checks = [*_firings_checks(plan), *_window_checks(plan), *_run_checks()]
+    checks = [*_firings_checks(plan), *_window_checks(plan)]
     checks += _custom_checks(extra_expectations)
     return SuitePlan(**{**plan.__dict__, "checks": tuple(checks)})
 
@@ -197,17 +198,6 @@ def _window_checks(plan: SuitePlan) -> list[Check]:
         ON_TIME_ROWS)]
 
 
-RUN_COLUMNS: tuple[str, ...] = ("inputs", "processed", "late", "rejects")
-
-
-def _run_checks() -> list[Check]:
-    # ignore_row_if="neither": a count missing from the summary (null) fails the check.
-    return [Check("conservation", "run", _named(
-        gx.expectations.ExpectColumnPairValuesToBeEqual(
-            column_A="inputs", column_B="accounted", ignore_row_if="neither"),
-        "conservation", "inputs = processed + late + rejects (nothing dropped silently)"),
-        None)]
-
 
 def _custom_checks(extra: Iterable[Expectation]) -> list[Check]:
     out = []
@@ -235,7 +225,6 @@ __all__ = [
     "FRAMES",
     "META_KEY",
     "ON_TIME_ROWS",
-    "RUN_COLUMNS",
     "SUITES",
     "TIMINGS",
     "WINDOW_LENGTH",

@@ -1,7 +1,7 @@
 """Validate a run's staged outputs with Great Expectations on Spark, before publishing.
 
-``validate_outputs`` runs the checks of ``suites.build_plan`` on the firings, the derived
-per-window frame and the run-summary row: one GX suite and one validation per frame (built-in
+``validate_outputs`` runs the checks of ``suites.build_plan`` on the firings and the derived
+per-window frame: one GX suite and one validation per frame (built-in
 checks and the pipeline's own expectations together), then ONE Data Docs build into
 ``context_dir`` (when given).
 
@@ -89,8 +89,9 @@ class ValidationOutcome:
 def validate_outputs(pipeline: Pipeline, firings_df: Any, summary: Mapping[str, Any], *,
                      extra_expectations: Iterable[Any] = (),
                      context_dir: str | os.PathLike[str] | None = None) -> ValidationOutcome:
-    """Validate ``firings_df`` (staged firings) and ``summary`` (``RunSummary.to_dict()`` or an
-    object with ``to_dict()``).
+    """Validate ``firings_df`` (staged firings) of the run ``summary`` describes
+    (``RunSummary.to_dict()`` or an object with ``to_dict()``; its counts were already checked
+    by the run, ``RunSummary.check_conservation``, and are not validated again here).
 
     ``extra_expectations`` are the pipeline's own GX expectations, applied to the firings.
     ``context_dir`` is where the Data Docs site goes (``<context_dir>/index.html``).
@@ -109,16 +110,14 @@ def validate_outputs(pipeline: Pipeline, firings_df: Any, summary: Mapping[str, 
     if owned:
         firings = firings.persist()
     try:
-        data = {"firings": firings, "windows": frames.windows_frame(plan, firings),
-                "run": frames.run_frame(firings.sparkSession, summary)}
+        data = {"firings": firings, "windows": frames.windows_frame(plan, firings)}
         gx_results = _run_gx(plan, {f: plan.checks_for(f) for f in FRAMES}, data, docs_dir,
                              "BOOLEAN_ONLY")
         failed = [c for c in plan.checks if not gx_results[c.name].success]
         counts: dict[str, dict[str, int]] = {f: {} for f in FRAMES}
         if failed:   # exact counts, only for a failed validation
             counts = {"firings": frames.firings_counts(plan, firings),
-                      "windows": frames.windows_counts(data["windows"]),
-                      "run": frames.run_counts(summary)}
+                      "windows": frames.windows_counts(data["windows"])}
             custom = [c for c in failed if not c.builtin]
             if custom:
                 again = _run_gx(plan, {"firings": custom}, data, None, "BASIC")
@@ -129,7 +128,7 @@ def validate_outputs(pipeline: Pipeline, firings_df: Any, summary: Mapping[str, 
     finally:
         if owned:
             firings.unpersist()
-    results = [_result(check, gx_results[check.name], counts[check.frame], summary)
+    results = [_result(check, gx_results[check.name], counts[check.frame])
                for check in plan.checks]
     index = docs_dir / "index.html" if docs_dir is not None else None
     success = all(r.success for r in results)
@@ -240,17 +239,14 @@ def _first_line(text: str) -> str:
     return re.sub(r"\s+", " ", str(text).strip().splitlines()[0] if text.strip() else "")[:300]
 
 
-def _result(check: Check, gx_result: Any, counts: Mapping[str, int],
-            summary: Mapping[str, Any]) -> CheckResult:
+def _result(check: Check, gx_result: Any, counts: Mapping[str, int]) -> CheckResult:
     result = gx_result.result or {}
     ok = bool(gx_result.success)
     unexpected: int | None = counts.get(check.name)
     if unexpected is None and ok and check.builtin:
         unexpected = 0
     detail = ""
-    if check.name == "conservation":
-        detail = frames.conservation_detail(summary)
-    elif unexpected is None and "observed_value" in result:
+    if unexpected is None and "observed_value" in result:
         detail = f"observed {result['observed_value']!r}"
     return CheckResult(
         name=check.name, expectation=check.expectation.expectation_type, frame=check.frame,
