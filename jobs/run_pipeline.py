@@ -31,7 +31,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,6 @@ if __package__ in (None, ""):  # run as a script (spark-submit jobs/run_pipeline
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from windowlib.core.errors import EXIT_FAILED, EXIT_OK, DefinitionError, WindowlibError, exit_code
-
-_PARTITION_PATTERNS = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}",
-                       "YYYY-MM-DD": r"\d{4}-\d{2}-\d{2}"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -79,14 +75,9 @@ def _partitions(job: Any, first: str | None, last: str | None) -> tuple[str, str
         return None
     if first is None or last is None:
         raise DefinitionError("--first and --last go together", code="ARGUMENT_INVALID")
-    pattern = _PARTITION_PATTERNS[job.partition_format]
-    for name, value in (("--first", first), ("--last", last)):
-        if not re.fullmatch(pattern, value):
-            raise DefinitionError(f"{name} {value!r} is not a {job.source.partition} value "
-                                  f"({job.partition_format})", code="ARGUMENT_INVALID")
-    if first > last:
-        raise DefinitionError(f"--first {first} is after --last {last}",
-                              code="ARGUMENT_INVALID")
+    from windowlib.runs.operations import check_job_range
+
+    check_job_range(job, first, last)     # the one partition-range rule (no Spark needed)
     return first, last
 
 

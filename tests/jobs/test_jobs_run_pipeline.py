@@ -51,9 +51,11 @@ def test_dry_run_uses_the_default_root(capsys, monkeypatch, tmp_path):
 @pytest.mark.parametrize("argv, code", [
     (["--pipeline", "clickstream_demo", "--first", "2024-03-01T00"], "ARGUMENT_INVALID"),
     (["--pipeline", "clickstream_demo", "--first", "2024-03-01", "--last", "2024-03-01"],
-     "ARGUMENT_INVALID"),
+     "PARTITION_PRECISION_MISMATCH"),
     (["--pipeline", "clickstream_demo", "--first", "2024-03-01T05", "--last",
-      "2024-03-01T04"], "ARGUMENT_INVALID"),
+      "2024-03-01T04"], "PARTITION_RANGE_REVERSED"),
+    (["--pipeline", "clickstream_demo", "--first", "2024-13-01T05", "--last",
+      "2024-03-01T04"], "PARTITION_VALUE_INVALID"),
     (["--pipeline", "clickstream_demo", "--root", "s3://lake-bucket/../etc"], "URI_INVALID"),
     (["--pipeline", "clickstream_demo", "--root", "http://example.com/x"], "URI_INVALID"),
     (["--pipeline", "../etc/passwd"], "PIPELINE_UNKNOWN"),

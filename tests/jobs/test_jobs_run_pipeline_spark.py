@@ -140,3 +140,10 @@ def test_gc_command_applies_retention_and_removes_only_stale_leftovers(spark, tm
         assert cli.main(["gc", "--pipeline", "clickstream_demo", "--root", root, *bad]) == 2
         err = capsys.readouterr().err
         assert "[ARGUMENT_INVALID]" in err and "Traceback" not in err
+
+
+def test_a_missing_source_folder_exits_2_instead_of_nothing_new(spark, tmp_path, capsys):
+    root = (tmp_path / "no_lake_here").as_uri()
+    assert run_pipeline.main(["--pipeline", "clickstream_demo", "--root", root, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("[SOURCE_NOT_FOUND]") and "nothing_new" not in out

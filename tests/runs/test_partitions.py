@@ -197,9 +197,60 @@ def test_late_and_rewritten_local_files_are_seen_as_new(tmp_path) -> None:
 
 
 @pytest.mark.unit
-def test_missing_location_lists_empty(tmp_path) -> None:
+def test_a_missing_source_location_is_an_error_not_an_empty_listing(tmp_path) -> None:
     assert list(open_store(f"file://{tmp_path}/nope").list(hidden=False)) == []
-    assert PartitionedSource(f"file://{tmp_path}/nope").list_partitions() == []
+    with pytest.raises(InputError) as err:
+        PartitionedSource(f"file://{tmp_path}/nope").list_partitions()
+    assert err.value.code == "SOURCE_NOT_FOUND" and f"{tmp_path}/nope" in str(err.value)
+    (tmp_path / "empty").mkdir()        # an existing folder without data: nothing to list
+    assert PartitionedSource(f"file://{tmp_path}/empty").list_partitions() == []
+
+
+@pytest.mark.unit
+def test_a_reversed_partition_range_is_refused(tmp_path) -> None:
+    _put(f"{tmp_path}/arrival_hour=2013-01-01T05/part-0.parquet")
+    src = PartitionedSource(f"file://{tmp_path}")
+    with pytest.raises(InputError) as err:
+        src.list_partitions(first="2013-01-01T06", last="2013-01-01T05")
+    assert err.value.code == "PARTITION_RANGE_REVERSED"
+    assert "2013-01-01T06" in str(err.value) and "2013-01-01T05" in str(err.value)
+    with pytest.raises(InputError, match="PARTITION_RANGE_REVERSED"):
+        src.list_partitions(first=dt.datetime(2013, 1, 2, tzinfo=dt.UTC),
+                            last=dt.datetime(2013, 1, 1, tzinfo=dt.UTC))
+    assert [p.value for p in src.list_partitions("2013-01-01T05", "2013-01-01T05")] == [
+        "2013-01-01T05"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("first", "last"), [("2013-01-01", "2013-01-01T05"),
+                                             ("2013-01-01T05", "2013-01-02"),
+                                             ("2013-01", "2013-02")])
+def test_a_bound_coarser_than_the_partitions_is_refused(tmp_path, first, last) -> None:
+    """A daily value for hourly partitions used to select the day's first hour silently."""
+    _put(f"{tmp_path}/arrival_hour=2013-01-01T05/part-0.parquet")
+    _put(f"{tmp_path}/arrival_hour=2013-01-01T06/part-0.parquet")
+    with pytest.raises(InputError) as err:
+        PartitionedSource(f"file://{tmp_path}").list_partitions(first, last)
+    assert err.value.code == "PARTITION_PRECISION_MISMATCH"
+    assert "hour" in str(err.value)
+
+
+@pytest.mark.unit
+def test_check_partition_range_knows_the_expected_precision_without_data() -> None:
+    from windowlib.core.partitions import check_partition_range, partition_precision
+
+    assert [partition_precision(v) for v in ("2013-01", "2013-01-01", "2013-01-01T05",
+                                             "2013-01-01T05:30", "2013-01-01T05:30:01",
+                                             "2013-01-01T05:30:01.5", "17", "late")] == [
+        "month", "day", "hour", "minute", "second", "instant", None, None]
+    check_partition_range("2013-01-01T05", "2013-01-01T05", "arrival_hour", "hour")
+    check_partition_range(None, None, "arrival_hour", "hour")
+    with pytest.raises(InputError, match="PARTITION_PRECISION_MISMATCH"):
+        check_partition_range("2013-01-01", "2013-01-02", "arrival_hour", "hour")
+    with pytest.raises(InputError, match="PARTITION_RANGE_REVERSED"):
+        check_partition_range("2013-01-02", "2013-01-01", "arrival_date", "day")
+    with pytest.raises(InputError, match="PARTITION_VALUE_INVALID"):
+        check_partition_range("2013-13-01T00", "2013-01-01T00", "arrival_hour", "hour")
 
 
 @pytest.mark.s3

@@ -154,11 +154,17 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("NO_PROCESSING_TIME", _I, USER, "processing-time windows got a bundle without a processing "
      "time"),
     ("PARTITION_NAME_INVALID", _I, USER, "a partition column name outside [A-Za-z0-9_]+"),
+    ("PARTITION_PRECISION_MISMATCH", _I, USER, "a partition bound of another precision than "
+     "the partitions (e.g. a day for hourly partitions)"),
+    ("PARTITION_RANGE_REVERSED", _I, USER, "a partition range whose first value is after its "
+     "last"),
     ("PARTITION_VALUE_INVALID", _I, USER, "a time partition value that is not ISO-8601"),
     ("SCHEMA_INVALID", _I, USER, "a source schema that cannot be parsed"),
     ("SCHEMA_MISMATCH", _I, USER, "a new input file does not fit the pipeline's recorded input "
      "schema (an incompatible type, or a column the pipeline reads is missing)"),
     ("SCHEMA_REQUIRED", _I, USER, "a source needs an explicit schema"),
+    ("SOURCE_NOT_FOUND", _I, USER, "the source location does not exist (no folder; on S3 no "
+     "object under the prefix): a wrong root or path, or no data landed yet"),
     ("TIMESTAMP_INVALID", _I, USER, "a value that is not a timestamp where one is required"),
     ("TIMESTAMP_TYPE_INVALID", _I, USER, "the event-time column's type cannot hold event times "
      "(use a timestamp, date, integer ms or ISO string column)"),

@@ -12,6 +12,7 @@ Hive-style folder names hold them) are decoded first.
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import unquote
 
 from windowlib.core.errors import InputError
@@ -77,3 +78,59 @@ def partition_interval(value: str, name: str | None = None
     else:
         end = start
     return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
+
+
+PRECISIONS = ("month", "day", "hour", "minute", "second", "instant")
+
+
+def partition_precision(value: str) -> str | None:
+    """The precision of a time partition value (one of ``PRECISIONS``: ``2013-01`` month,
+    ``2013-01-01`` day, ``2013-01-01T05`` hour, ...), ``None`` when it is not a time."""
+    m = _ISO.match(unquote(value).strip())
+    if m is None:
+        return None
+    g = m.groupdict()
+    for precision, group in zip(PRECISIONS[1:], ("d", "h", "mi", "s", "f")):
+        if g[group] is None:
+            return PRECISIONS[PRECISIONS.index(precision) - 1]
+    return "instant"
+
+
+def check_partition_range(first: Any, last: Any, name: str | None = None,
+                          precision: str | None = None) -> None:
+    """The one rule for a ``first..last`` range of partition values (either may be ``None``:
+    open; a datetime is an instant). Time values must parse (``partition_interval``), a value
+    must have ``precision`` when one is expected (the partitions' own: a day for hourly
+    partitions would silently select one hour; ``InputError(PARTITION_PRECISION_MISMATCH)``)
+    and ``first`` must not start after ``last`` (``InputError(PARTITION_RANGE_REVERSED)``;
+    plain values compare as strings, integers as numbers)."""
+    label = name or "partition"
+    starts: list[int | None] = []
+    for flag, value in (("first", first), ("last", last)):
+        if value is None:
+            continue
+        if hasattr(value, "isoformat") and not isinstance(value, str):
+            from windowlib.core.time import timestamp_ms
+
+            starts.append(timestamp_ms(value))
+            continue
+        value = str(value)
+        start, _ = partition_interval(value, name)
+        got = partition_precision(value) if start is not None else None
+        if precision is not None and got != precision:
+            raise InputError(f"{flag} partition {label}={value!r} has precision "
+                             f"{got or 'none (not a time)'}, but the partitions are per "
+                             f"{precision}", code="PARTITION_PRECISION_MISMATCH")
+        starts.append(start)
+    if first is None or last is None:
+        return
+    a, b = str(first), str(last)
+    if starts[0] is not None and starts[1] is not None:
+        reversed_ = starts[0] > starts[1]
+    elif re.fullmatch(r"-?\d+", a) and re.fullmatch(r"-?\d+", b):
+        reversed_ = int(a) > int(b)
+    else:
+        reversed_ = a > b
+    if reversed_:
+        raise InputError(f"partition range {label} {first!r}..{last!r} is reversed: the first "
+                         "value is after the last", code="PARTITION_RANGE_REVERSED")

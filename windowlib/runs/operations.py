@@ -25,6 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, QualityError, StateError, suggests_rebuild
+from windowlib.core.partitions import check_partition_range
 from windowlib.runs.incremental import Progress, open_checkpoint, run_incremental
 from windowlib.runs.protocol import CommitDetails, RunPlan, RunStatus
 from windowlib.runs.summary import RunSummary, iso_ms
@@ -117,6 +118,8 @@ def run_job(job: Any, root: str, *, partitions: Sequence[Any] | None = None,
     GX is missing, or from the gate when the validation itself errors (the staged run is then
     never committed; ``gc`` removes it). ``validate=False`` publishes unvalidated and records
     ``validation: off``."""
+    if partitions is not None:      # before anything is listed or staged
+        check_job_range(job, *partitions)
     checkpoint, output = job.locations(root)
     docs = f"{root.rstrip('/')}/_windowlib/quality/{job.name}"
     gate: Gate | None = None
@@ -127,6 +130,14 @@ def run_job(job: Any, root: str, *, partitions: Sequence[Any] | None = None,
                            result_schema=job.result_schema, validate=gate,
                            publish_on_failure=publish_on_failure, dry_run=dry_run,
                            progress=progress, rebuild=rebuild)
+
+
+def check_job_range(job: Any, first: Any, last: Any) -> None:
+    """``core.partitions.check_partition_range`` with the job's partition column and, when
+    the job declares one (``partition_step``: ``hour``/``day``), its partitions' precision."""
+    source = getattr(job, "source", None)
+    check_partition_range(first, last, getattr(source, "partition", None),
+                          getattr(job, "partition_step", None))
 
 
 def backfill_job(job: Any, root: str, first: Any, last: Any, *, rebuild: bool = False,

@@ -31,10 +31,15 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from windowlib.core.errors import InputError
-from windowlib.core.partitions import partition_interval
+from windowlib.core.partitions import (
+    check_partition_range,
+    partition_interval,
+    partition_precision,
+)
 from windowlib.runs.frames import (
     arrow_target_schema,
     as_struct,
@@ -43,6 +48,7 @@ from windowlib.runs.frames import (
     large_var_types,
 )
 from windowlib.state.hive import partition_value
+from windowlib.state.objectstore import is_hidden
 from windowlib.state.s3config import S3Settings
 from windowlib.state.stores import open_store
 from windowlib.state.taskfs import TaskFilesystem, arrow_filesystem, task_filesystem
@@ -175,10 +181,21 @@ class PartitionedSource:
     def list_partitions(self, first: Any = None, last: Any = None) -> list[Partition]:
         """Partitions in ascending order, optionally only those between ``first`` and ``last``
         (inclusive; partition values, or datetimes for time partitions). Empty partitions
-        (only hidden files) are left out."""
+        (only hidden files) are left out.
+
+        Raises ``InputError``: ``SOURCE_NOT_FOUND`` when the location does not exist (no
+        folder; on S3 no object at all under the prefix — an existing empty folder, or a
+        hidden marker object such as ``_SUCCESS``, lists as empty); ``PARTITION_RANGE_REVERSED``
+        and ``PARTITION_PRECISION_MISMATCH`` for bad bounds (``core.partitions
+        .check_partition_range``, with the listed partitions' precision)."""
         groups: dict[str, list[SourceFile]] = {}
         prefix = self.partition + "="
-        for obj in open_store(self.location, self.settings).list(hidden=False):
+        store = open_store(self.location, self.settings)
+        seen = False
+        for obj in store.list(hidden=True):
+            seen = True
+            if is_hidden(obj.key):
+                continue
             head, _, rest = obj.key.partition("/")
             if not rest or not head.startswith(prefix):
                 continue
@@ -188,6 +205,10 @@ class PartitionedSource:
         parts = [Partition(v, *partition_interval(v, self.partition),
                            tuple(sorted(fs, key=lambda f: f.path)))
                  for v, fs in groups.items()]
+        if not seen and not self._location_exists():
+            raise InputError(f"source {self.location} does not exist (no folder, or no object "
+                             "under the prefix): check the root and the source path, or land "
+                             "data first", code="SOURCE_NOT_FOUND")
         kinds = {p.start_ms is not None for p in parts}
         if len(kinds) > 1:
             raise InputError(f"{self.uri}: partition values mix times and non-times "
@@ -195,10 +216,18 @@ class PartitionedSource:
                              code="PARTITION_VALUE_INVALID")
         key = self._sort_key(parts)
         parts.sort(key=key)
+        precisions = {partition_precision(p.value) for p in parts}
+        check_partition_range(first, last, self.partition,
+                              precisions.pop() if len(precisions) == 1 else None)
         lo = None if first is None else key(self._bound(first))
         hi = None if last is None else key(self._bound(last))
         return [p for p in parts
                 if (lo is None or key(p) >= lo) and (hi is None or key(p) <= hi)]
+
+    def _location_exists(self) -> bool:
+        """Whether the (empty) location exists: a folder for ``file://``; on S3 a prefix
+        exists only through its objects."""
+        return self.location.scheme == "file" and Path(self.location.arrow_path).is_dir()
 
     def _bound(self, value: Any) -> Partition:
         if hasattr(value, "isoformat") and not isinstance(value, str):
