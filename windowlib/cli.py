@@ -15,7 +15,9 @@ print ``[CODE] message`` — never a traceback for a user mistake.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -30,8 +32,24 @@ from windowlib.core.errors import (
 from windowlib.state.uri import Uri
 
 
+def plain(text: str) -> str:
+    """``text`` without RST inline markup (double backticks), for help texts."""
+    return re.sub(r"``([^`]+)``", r"\1", text)
+
+
+def version() -> str:
+    """The installed distribution's version (package metadata), ``unknown`` when windowlib
+    runs from a source tree that is not installed."""
+    try:
+        return importlib.metadata.version("windowlib")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="windowlib", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="windowlib",
+                                     description=plain(__doc__.split("\n\n")[0]))
+    parser.add_argument("--version", action="version", version=f"windowlib {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -170,25 +188,36 @@ class _progress:
             self.status.__exit__(*exc)
 
 
-def _print_summary(summary: Any) -> None:
+def _console() -> Any:
+    """A rich console for stdout. Not a terminal (piped, redirected): no fixed 80-column
+    width, so tables are as wide as their content and no cell is cut."""
     from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=_PIPED_WIDTH)
+
+
+_PIPED_WIDTH = 10_000    # a bound, not a target: rich tables take only the width they need
+
+
+def _print_summary(summary: Any) -> None:
     from rich.table import Table
 
     table = Table(title=f"{summary.pipeline} — {summary.status}", show_header=False)
     for line in summary.lines()[1:]:
         label, _, rest = line.strip().partition(" ")
         table.add_row(label, rest)
-    Console().print(table)
+    _console().print(table)
 
 
 def _emit(args: argparse.Namespace, data: dict[str, Any]) -> int:
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = _console()
     head = Table(title=f"{data['pipeline']}", show_header=False)
     for key, value in data.items():
         if key not in ("runs", "pipeline"):

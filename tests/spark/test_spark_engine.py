@@ -252,3 +252,11 @@ def test_local_sessions_are_utc_and_skip_per_call_site_capture(spark):
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
     assert is_debugging_enabled() is False      # PySpark's cached view of the setting
     assert get_or_create_session() is spark
+
+
+def test_local_sessions_leave_progress_to_the_cli(spark):
+    """Spark's console progress bars ([Stage 3:> (0 + 2) / 2]) wrote over the CLI's rich
+    spinner on stderr: windowlib's local sessions turn them off (the CLI shows its own)."""
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.ui.showConsoleProgress") == "false"
+    assert spark.sparkContext._jsc.sc().progressBar().isEmpty()

@@ -6,8 +6,9 @@
    (``sc://host:port``, e.g. from ``connect.start_connect_server()`` or
    ``infra/spark-connect.sh``); one client session per URL is reused while it is open;
 2. the active classic session (a cluster job or a notebook keeps its own configuration);
-3. a new local one: ``local[2]``, no UI, 4 shuffle partitions, adaptive execution on, UTC,
-   Arrow on, PySpark's per-call DataFrame debugging (call-site capture) off.
+3. a new local one: ``local[2]``, no UI and no console progress bars, 4 shuffle partitions,
+   adaptive execution on, UTC, Arrow on, PySpark's per-call DataFrame debugging (call-site
+   capture) off.
 
 In every case the session time zone is forced to UTC, because windowlib reads and writes
 timestamps as UTC. ``stop_remote_sessions()`` closes the Connect sessions this module opened
@@ -37,6 +38,9 @@ LOCAL_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.bindAddress": "127.0.0.1",
+    # Spark's console progress bars write over the CLI's spinner (and fill task logs): the CLI
+    # shows its own progress
+    "spark.ui.showConsoleProgress": "false",
     # PySpark 4 records the Python call site of every DataFrame/Column call for error messages
     # (several JVM round trips each: ~3,500 of a warm incremental run's ~7,300); planning a run
     # builds hundreds of expressions, so local sessions turn it off.
