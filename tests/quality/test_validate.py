@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
+from pathlib import Path
+from urllib.parse import unquote
 
 import great_expectations as gx
 import pytest
@@ -86,6 +89,35 @@ def test_real_outputs_pass_and_write_data_docs(accumulating, tmp_path):
     small = outcome.to_dict()
     assert small["success"] is True and small["data_docs"] == outcome.data_docs_index
     assert not result.firings.is_cached
+
+
+NETWORK_ASSET = re.compile(r"<(?:link|script|img)\b[^>]*\b(?:href|src)\s*=\s*[\"']?\s*"
+                           r"(?:https?:)?//", re.I)
+
+
+def test_data_docs_keep_every_run_under_its_run_id_and_render_offline(accumulating, tmp_path):
+    """GX's in-memory results store listed only the latest run, named ``__none__``, and its
+    pages loaded Bootstrap/jQuery/Font Awesome from CDNs."""
+    p, result, summary = accumulating
+    docs = tmp_path / "docs"
+    run_ids = ["run-1", "windowlib_x:scheduled__2024-03-01T01:00:00+00:00@v2"]
+    outcomes = [validate_outputs(p, result.firings, dict(summary, run_id=r), context_dir=docs)
+                for r in run_ids]
+    index = (docs / "index.html").read_text()
+    assert "__none__" not in index
+    links = {unquote(h) for h in re.findall(r'href="([^"]+)"', index)}
+    for run_id, outcome in zip(run_ids, outcomes):
+        pages = outcome.to_dict()["data_docs_pages"]
+        assert set(pages) == {"firings", "windows", "run"}
+        for frame, page in pages.items():
+            text = Path(page).read_text()
+            assert run_id in Path(page).parts and run_id in text and frame in Path(page).name
+            link = Path(page).relative_to(docs).as_posix()
+            assert link in links                   # the index links every run's pages
+    pages = sorted(docs.rglob("*.html"))
+    assert len(pages) == 1 + 3 + 3 * len(run_ids)          # index, suites, every run's pages
+    for page in pages:
+        assert not NETWORK_ASSET.search(page.read_text()), page
 
 
 def break_firings(spark, firings):

@@ -32,6 +32,7 @@ Invariants:
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,11 +79,13 @@ class ValidationOutcome:
     results: list[CheckResult] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     data_docs_index: str | None = None
+    data_docs_pages: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"success": self.success, "status": "passed" if self.success else "failed",
                 "failed": list(self.failed),
                 "data_docs": self.data_docs_index,
+                "data_docs_pages": dict(self.data_docs_pages),
                 "results": [asdict(r) for r in self.results]}
 
 
@@ -111,8 +114,9 @@ def validate_outputs(pipeline: Pipeline, firings_df: Any, summary: Mapping[str, 
         firings = firings.persist()
     try:
         data = {"firings": firings, "windows": frames.windows_frame(plan, firings)}
+        pages: dict[str, str] = {}
         gx_results = _run_gx(plan, {f: plan.checks_for(f) for f in FRAMES}, data, docs_dir,
-                             "BOOLEAN_ONLY")
+                             "BOOLEAN_ONLY", summary.get("run_id"), pages)
         failed = [c for c in plan.checks if not gx_results[c.name].success]
         counts: dict[str, dict[str, int]] = {f: {} for f in FRAMES}
         if failed:   # exact counts, only for a failed validation
@@ -120,7 +124,8 @@ def validate_outputs(pipeline: Pipeline, firings_df: Any, summary: Mapping[str, 
                       "windows": frames.windows_counts(data["windows"])}
             custom = [c for c in failed if not c.builtin]
             if custom:
-                again = _run_gx(plan, {"firings": custom}, data, None, "BASIC")
+                again = _run_gx(plan, {"firings": custom}, data, None, "BASIC",
+                                summary.get("run_id"))
                 for c in custom:
                     raw = (again[c.name].result or {}).get("unexpected_count")
                     if raw is not None:
@@ -135,7 +140,8 @@ def validate_outputs(pipeline: Pipeline, firings_df: Any, summary: Mapping[str, 
     return ValidationOutcome(
         success=success, results=results,
         failed=[r.line() for r in results if not r.success],
-        data_docs_index=str(index) if index is not None and index.exists() else None)
+        data_docs_index=str(index) if index is not None and index.exists() else None,
+        data_docs_pages=pages)
 
 
 def _docs_dir(context_dir: str | os.PathLike[str] | None) -> Path | None:
@@ -166,27 +172,32 @@ def _context(docs_dir: Path | None) -> Any:
         ProgressBarsConfig,
     )
 
-    sites = {}
-    if docs_dir is not None:
-        sites[_SITE] = {
-            "class_name": "SiteBuilder", "show_how_to_buttons": False,
-            "store_backend": {"class_name": "TupleFilesystemStoreBackend",
-                              "base_directory": str(docs_dir)},
-            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}}
-    config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(),
+    from windowlib.quality import datadocs
+
+    sites = {} if docs_dir is None else {_SITE: datadocs.site(docs_dir)}
+    defaults = InMemoryStoreBackendDefaults()
+    config = DataContextConfig(store_backend_defaults=defaults,
+                               stores=datadocs.stores(defaults, docs_dir),
                                analytics_enabled=False, data_docs_sites=sites,
                                progress_bars=ProgressBarsConfig(globally=False))
     return gx.get_context(mode="ephemeral", project_config=config)
 
 
 def _run_gx(plan: SuitePlan, checks: Mapping[str, Sequence[Check]], data: Mapping[str, Any],
-            docs_dir: Path | None, result_format: str) -> dict[str, Any]:
-    """One GX validation per frame of ``checks`` (frame -> checks), then one Data Docs build
-    when ``docs_dir`` is given; GX results by check name."""
+            docs_dir: Path | None, result_format: str, run_id: Any = None,
+            pages: dict[str, str] | None = None) -> dict[str, Any]:
+    """One GX validation per frame of ``checks`` (frame -> checks), named by windowlib's
+    ``run_id``, then one Data Docs build of this run's pages and the index when ``docs_dir`` is
+    given (each frame's page path goes into ``pages``); GX results by check name."""
     try:
         import great_expectations as gx
+        from great_expectations.core.run_identifier import RunIdentifier
+
+        from windowlib.quality.datadocs import run_name
 
         ctx = _context(docs_dir)
+        run = RunIdentifier(run_name=run_name(run_id),
+                            run_time=dt.datetime.now(dt.UTC))
         source = ctx.data_sources.add_spark(name=f"{plan.pipeline}_staged", persist=False)
         found: dict[str, Any] = {}
         for frame, chosen in checks.items():
@@ -198,11 +209,11 @@ def _run_gx(plan: SuitePlan, checks: Mapping[str, Sequence[Check]], data: Mappin
             vd = ctx.validation_definitions.add(gx.ValidationDefinition(
                 name=f"{plan.pipeline}.{frame}", data=batch, suite=suite))
             validation = vd.run(batch_parameters={"dataframe": data[frame]},
-                                result_format=result_format)
+                                result_format=result_format, run_id=run)
             for r in validation.results:
                 found[(r.expectation_config.meta or {}).get(META_KEY)] = r
         if docs_dir is not None:
-            ctx.build_data_docs(site_names=[_SITE])
+            _build_docs(ctx, run, pages if pages is not None else {})
     except WindowlibError:
         raise
     except Exception as exc:   # GX/Spark failures that are not data problems
@@ -222,6 +233,33 @@ def _run_gx(plan: SuitePlan, checks: Mapping[str, Sequence[Check]], data: Mappin
                 f"evaluated (a definition problem, not a data problem): {message}",
                 code="QUALITY_UNAVAILABLE")
     return found
+
+
+def _build_docs(ctx: Any, run: Any, pages: dict[str, str]) -> None:
+    """Render this run's validation pages, the suites and the index (which lists every run in
+    the site's results store); ``pages``: frame -> local path of this run's page."""
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+    )
+
+    store = ctx.validation_results_store
+    keys = [k for k in store.list_keys()
+            if k.run_id.run_name == run.run_name and k.run_id.run_time == run.run_time]
+    suites = [ExpectationSuiteIdentifier(name=s.name) for s in ctx.suites.all()]
+    ctx.build_data_docs(site_names=[_SITE], resource_identifiers=[*keys, *suites])
+    for key in keys:
+        frame = key.expectation_suite_identifier.name.rsplit(".", 1)[-1]
+        for entry in ctx.get_docs_sites_urls(resource_identifier=key, site_name=_SITE):
+            url = entry.get("site_url") or ""
+            if url.startswith("file://"):
+                pages[frame] = url_to_path(url)
+
+
+def url_to_path(url: str) -> str:
+    """The local path of a ``file://`` URL GX returns."""
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(url).path)
 
 
 def _raised(info: Any) -> str | None:
