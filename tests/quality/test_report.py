@@ -147,3 +147,50 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
                     f"--screenshot={shot}", "--window-size=1200,1800", path.as_uri()],
                    check=True, timeout=120, capture_output=True)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def test_report_fits_the_viewport_and_links_each_run_to_its_validation(tmp_path):
+    """The validation table used to overflow the page (long run ids in unbreakable cells) and
+    named the Data Docs index as text; now it fits a narrow window and each run links to the
+    Data Docs pages of its own validation (checked in headless Chromium)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("headless Chromium is not installed (/usr/bin/chromium missing)")
+    root = tmp_path / "lake"
+    runs = history()
+    for i, run in enumerate(runs):
+        run["run_id"] = f"windowlib_flights_delay:scheduled__2013-01-01T0{i}:00:00+00:00" * 2
+        pages = {}
+        for frame in ("firings", "windows", "run"):
+            page = (root / "_windowlib" / "quality" / "flights_delay" / "validations" /
+                    f"flights_delay.{frame}" / run["run_id"][:60] / f"{frame}.html")
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_text(f"<title>{frame} of run {i}</title>")
+            pages[frame] = str(page)
+        run["validation"]["data_docs_pages"] = pages
+    runs[3]["validation"]["failed"] = ["pane_unique:" + "x" * 200]
+    out = write_run_report("flights_delay", runs,
+                           root / "_windowlib" / "reports" / "flights_delay.html")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=CHROMIUM_FLAGS)
+        try:
+            for width in (1280, 800):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.goto(out.as_uri())
+                box = page.locator("table").bounding_box()
+                assert box is not None and 0 <= box["x"]
+                assert box["x"] + box["width"] <= width, (width, box)
+                assert page.evaluate("document.documentElement.scrollWidth") <= width
+            row = page.locator("tr").filter(
+                has=page.locator("td:first-child", has_text=re.compile(r"^v4$")))
+            row.get_by_role("link", name="firings").click()
+            page.wait_for_load_state()
+            assert page.title() == "firings of run 3"
+        finally:
+            browser.close()

@@ -9,42 +9,40 @@ pipeline's description, last watermark, version and validation status.
 
 Invariants:
 
+* Rendered from Jinja2 templates shipped as package data (``templates/report.html.j2`` and
+  ``templates/report.css``) with autoescaping on: every value from a summary is HTML-escaped
+  (only the charts' SVG, produced by vl-convert, goes in as markup); a missing field renders as
+  empty, never raises, so a partial history still gives a report.
 * Self-contained: charts are rendered to inline SVG by ``vl-convert`` (no JavaScript, no fonts,
   no images, no CDN); the page contains no ``http://``/``https://`` reference at all (the SVG
-  namespace declarations, implied for inline SVG in HTML5, are dropped). GX's Data Docs, by
-  contrast, load their styles from CDNs and render unstyled offline.
-* Every value from a summary is HTML-escaped; a missing field renders as empty/zero, never
-  raises, so a partial history still gives a report.
+  namespace declarations, implied for inline SVG in HTML5, are dropped).
+* Fits the page: charts scale down, the validation table takes the page's width and wraps long
+  run ids and messages (a narrow window scrolls the table, never the page).
+* Each run links to its own validation: the Data Docs pages of that run (firings, windows,
+  run; ``ValidationOutcome.data_docs_pages``), or the site's index for runs recorded before
+  pages were; links are relative to the report's folder.
 * History entries are ``RunSummary.to_dict()`` dicts, oldest first; they are not mutated.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import html
 import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+from markupsafe import Markup
 
 from windowlib.core.errors import DefinitionError
 from windowlib.runs.summary import validation_status
 
 TIMING_ORDER = ("EARLY", "ON_TIME", "LATE")
 _COLORS = {"EARLY": "#7aa6d6", "ON_TIME": "#2e7d32", "LATE": "#e08a1e"}
-_CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem;color:#222;
-max-width:1100px}
-h1{margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
-.meta{color:#555}.grid{display:flex;flex-wrap:wrap;gap:1.5rem}
-figure{margin:0}figcaption{font-weight:600;margin-bottom:.3rem}
-table{border-collapse:collapse;margin-top:.5rem}td,th{border:1px solid #ddd;padding:.3rem .6rem;
-text-align:left;font-size:.9rem}th{background:#f4f4f4}
-.ok,.fail,.forced,.off{padding:.1rem .5rem;border-radius:.6rem;color:#fff;font-size:.8rem}
-.ok{background:#2e7d32}.fail{background:#c62828}.forced{background:#e08a1e}.off{background:#757575}
-code{background:#f4f4f4;padding:0 .2rem}
-"""
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+_FRAMES = ("firings", "windows", "run")     # the order of a run's Data Docs links
 
 
 def write_run_report(pipeline_name: str, history: Sequence[Mapping[str, Any]],
@@ -53,7 +51,8 @@ def write_run_report(pipeline_name: str, history: Sequence[Mapping[str, Any]],
 
     ``history``: run summaries, oldest first (may be empty). ``description``: text for the
     header (e.g. the pipeline's ``explain()`` or docs); defaults to the last run's
-    ``description`` field when present.
+    ``description`` field when present. Links to Data Docs pages are relative to ``path``'s
+    folder (the report and the site move together under a root).
     """
     if not isinstance(pipeline_name, str) or not re.fullmatch(r"[a-z0-9_]+", pipeline_name):
         raise DefinitionError(f"pipeline name must match [a-z0-9_]+, got {pipeline_name!r}",
@@ -63,7 +62,8 @@ def write_run_report(pipeline_name: str, history: Sequence[Mapping[str, Any]],
         raise DefinitionError(f"report path must not contain '..', got {str(target)!r}",
                               code="ARGUMENT_INVALID")
     runs = [dict(r) for r in history]
-    page = render_report(pipeline_name, runs, description=description)
+    page = render_report(pipeline_name, runs, description=description,
+                         links_from=target.absolute().parent)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(page, encoding="utf-8")
@@ -72,35 +72,65 @@ def write_run_report(pipeline_name: str, history: Sequence[Mapping[str, Any]],
 
 
 def render_report(pipeline_name: str, runs: Sequence[Mapping[str, Any]], *,
-                  description: str | None = None) -> str:
-    """The report's HTML text (see ``write_run_report``)."""
-    e = html.escape
+                  description: str | None = None,
+                  links_from: str | os.PathLike[str] | None = None) -> str:
+    """The report's HTML text (see ``write_run_report``), rendered from
+    ``templates/report.html.j2`` with autoescaping. ``links_from``: the folder Data Docs links
+    are made relative to (``None``: the recorded paths as they are)."""
     last = runs[-1] if runs else {}
     desc = description if description is not None else str(last.get("description") or "")
-    head = [f"<h1>windowlib report: <code>{e(pipeline_name)}</code></h1>",
-            f"<p class=meta>{e(desc)}</p>" if desc else "",
-            "<p class=meta>"
-            f"runs: {len(runs)} · last run: <code>{e(str(last.get('run_id', '')))}</code> · "
-            f"last version: {e(str(last.get('version', '')))} · "
-            f"generation: {e(str(last.get('generation', '')))} · "
-            f"last watermark: {e(str(last.get('watermark', '')))} · "
-            f"last validation: {e(validation_status(last.get('validation')) if runs else '')} · "
-            f"generated {e(dt.datetime.now(dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ'))}</p>"]
+    figures = []
     if runs:
-        body = [
-            "<h2>Firings</h2><div class=grid>",
-            _figure("Firings by timing per run", _firings_chart(runs)),
-            _figure("Late and rejected elements per run", _late_chart(runs)),
-            "</div><h2>Lateness and state</h2><div class=grid>",
-            _figure("Lateness of dropped elements (watermark - event time, all runs)",
-                    _lateness_chart(runs)),
-            _figure("State size over runs", _state_chart(runs)),
-            "</div><h2>Validation</h2>", _validation_table(runs)]
-    else:
-        body = ["<p>No runs yet.</p>"]
-    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-            f"<title>windowlib · {e(pipeline_name)}</title><style>{_CSS}</style></head>"
-            f"<body>{''.join(head)}{''.join(body)}</body></html>\n")
+        figures = [_figure("Firings by timing per run", _firings_chart(runs)),
+                   _figure("Late and rejected elements per run", _late_chart(runs)),
+                   _figure("Lateness of dropped elements (watermark - event time, all runs)",
+                           _lateness_chart(runs)),
+                   _figure("State size over runs", _state_chart(runs))]
+    header = {k: _text(last.get(k)) for k in ("run_id", "version", "generation", "watermark")}
+    header["validation"] = validation_status(last.get("validation")) if runs else ""
+    return _template().render(
+        pipeline=pipeline_name, description=desc, runs=runs, last=header, figures=figures,
+        rows=[_row(run, i, links_from) for i, run in reversed(list(enumerate(runs)))],
+        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        css=Markup((TEMPLATES / "report.css").read_text(encoding="utf-8")))
+
+
+def _template() -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                      undefined=StrictUndefined, keep_trailing_newline=True)
+    return env.get_template("report.html.j2")
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _row(run: Mapping[str, Any], i: int, links_from: Any) -> dict[str, Any]:
+    """One line of the validation table; ``docs``: links to the run's own Data Docs pages
+    (``data_docs_pages``), else to the site's index (runs validated before pages were
+    recorded)."""
+    validation = run.get("validation") or {}
+    pages = validation.get("data_docs_pages") or {}
+    docs = [{"text": f, "href": _href(pages[f], links_from)} for f in _FRAMES if pages.get(f)]
+    if not docs and validation.get("data_docs"):
+        docs = [{"text": "index", "href": _href(validation["data_docs"], links_from)}]
+    return {"label": _label(run, i), "run_id": _text(run.get("run_id")),
+            "finished_at": _text(run.get("finished_at")), "inputs": _text(run.get("inputs")),
+            "firings": _text(run.get("firings")),
+            "status": validation_status(run.get("validation")),
+            "published": bool(run.get("published")),
+            "forced": bool(run.get("published") and run.get("publish_on_failure")),
+            "failed": [str(f) for f in validation.get("failed") or ()], "docs": docs}
+
+
+def _href(path: Any, links_from: Any) -> str:
+    """A link to the local file ``path``: relative to ``links_from`` when given, URL-quoted."""
+    text = str(path)
+    if links_from is not None and os.path.isabs(text):
+        text = os.path.relpath(text, os.fspath(links_from))
+    return quote(text.replace(os.sep, "/"), safe="/")
 
 
 def _label(run: Mapping[str, Any], i: int) -> str:
@@ -191,46 +221,14 @@ def _state_chart(runs: Sequence[Mapping[str, Any]]) -> dict:
         .properties(width=420, height=220).to_dict()
 
 
-def _validation_table(runs: Sequence[Mapping[str, Any]]) -> str:
-    e = html.escape
-    lines = ["<table><tr><th>run</th><th>run id</th><th>finished</th><th>inputs</th>"
-             "<th>firings</th><th>validation</th><th>published</th><th>failed checks</th>"
-             "<th>data docs</th></tr>"]
-    for i, run in reversed(list(enumerate(runs))):
-        validation = run.get("validation") or {}
-        status = validation_status(run.get("validation"))
-        published = bool(run.get("published"))
-        if status == "passed":
-            badge = "<span class=ok>passed</span>"
-        elif status == "off":
-            badge = "<span class=off>off</span>"
-        elif status == "not run":
-            badge = "not run"
-        elif published and run.get("publish_on_failure"):
-            badge = "<span class=forced>failed, published by override</span>"
-        else:
-            badge = "<span class=fail>failed</span>"
-        failed = "<br>".join(e(str(f)) for f in validation.get("failed") or ())
-        docs = validation.get("data_docs")
-        docs_cell = f"<code>{e(str(docs))}</code>" if docs else ""
-        lines.append(
-            f"<tr><td>{e(_label(run, i))}</td><td><code>{e(str(run.get('run_id', '')))}"
-            f"</code></td><td>{e(str(run.get('finished_at', '')))}</td>"
-            f"<td>{e(str(run.get('inputs', '')))}</td><td>{e(str(run.get('firings', '')))}</td>"
-            f"<td>{badge}</td><td>{'yes' if published else 'no'}</td><td>{failed}</td>"
-            f"<td>{docs_cell}</td></tr>")
-    lines.append("</table>")
-    return "".join(lines)
-
-
 _NS = re.compile(r'\s+xmlns(:xlink)?="[^"]*"')
 
 
-def _figure(caption: str, spec: dict) -> str:
+def _figure(caption: str, spec: dict) -> dict[str, Any]:
+    """A chart as inline SVG (vl-convert's output: its text is already escaped)."""
     import vl_convert as vlc
 
-    svg = _NS.sub("", vlc.vegalite_to_svg(spec), count=2)
-    return f"<figure><figcaption>{html.escape(caption)}</figcaption>{svg}</figure>"
+    return {"caption": caption, "svg": Markup(_NS.sub("", vlc.vegalite_to_svg(spec), count=2))}
 
 
 __all__ = ["render_report", "write_run_report"]
