@@ -5,11 +5,14 @@ Pipelines are looked up in the registry (``jobs.registry``, or the module named 
 ``WINDOWLIB_REGISTRY``); locations derive from ``--root`` (default: the registry's
 ``default_root()``, i.e. ``WINDOWLIB_ROOT`` or ``file://<project>/.local/lake``).
 
-Exit codes: 0 success (also "nothing new"); for an error, ``windowlib.core.errors.exit_code``
+Exit codes: 0 success (also "nothing new"; a missing source folder is not nothing new but
+``SOURCE_NOT_FOUND``, 2); for an error, ``windowlib.core.errors.exit_code``
 decides (the registry, ``docs/errors.md``): 2 a user error (bad arguments, unknown pipeline,
 changed definition...), 1 a failure — also a run blocked by validation, or one that cannot be
 validated (``QUALITY_UNAVAILABLE``; ``--no-validate`` turns the gate off explicitly). Errors
-print ``[CODE] message`` — never a traceback for a user mistake.
+print ``[CODE] message`` — never a traceback for a user mistake. ``--version`` prints the
+installed distribution's version. Output: rich tables on stdout, at full width when stdout is
+not a terminal (nothing cut at 80 columns); progress on stderr (a spinner on a terminal).
 """
 
 from __future__ import annotations
