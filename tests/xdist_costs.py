@@ -53,12 +53,14 @@ COST_S: dict[str, float] = {
     "tests/airflow/test_dag_runs_s3.py": 120,
     "tests/airflow/test_dag_spark_submit.py": 90,     # one spark-submit application
     "tests/docs/test_docs_examples.py": 105,
+    "tests/quality/test_validate.py": 180,     # GX validations, two Data Docs sites
     "tests/spark/test_incremental.py": 100,
     "tests/spark/test_typed_outputs.py": 110,
     "tests/spark/test_incremental_native.py": 110,
     "tests/state/test_state_objectstore.py": 80,
     "tests/unit/test_snapshot_restore.py": 70,
     "tests/state/test_state_s3config.py": 50,
+    "tests/runs/test_cli.py": 25,     # CLI subprocesses, GX imported by run
 }
 DEFAULT_TEST_S = 0.5
 

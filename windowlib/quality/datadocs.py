@@ -6,8 +6,10 @@ bootstrap-table, jQuery, Font Awesome and Vega from CDNs and its navbar logo fro
 ``ValidationDefinition.run`` without a run id is named ``__none__``. Here:
 
 * ``stores(docs_dir)``: the validation results store is a filesystem store under
-  ``<docs_dir>/_validation_results`` (GX's own ``TupleFilesystemStoreBackend``), so the index
-  lists every run ever validated into that site;
+  ``<docs_dir>/_validation_results`` (GX's own ``TupleFilesystemStoreBackend``), so every run
+  validated into that site keeps its results and pages; each build renders only the new run's
+  pages and the index, which lists the newest ``INDEX_RESULTS`` results (GX reads each listed
+  result per build; older pages stay, and the run report links every run to its own);
 * ``site(docs_dir)``: the site's page and index views are GX's Jinja views with windowlib's
   templates (``templates/datadocs``) first on the loader path: no ``<link>``, ``<script>`` or
   ``<img>`` refers to the network; tables GX draws with bootstrap-table are rendered to plain
@@ -28,6 +30,9 @@ from jinja2 import ChoiceLoader, FileSystemLoader
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "datadocs"
 RESULTS_DIR = "_validation_results"
+# GX's index reads every listed result on each build: the index lists the newest 300 results
+# (100 runs of three frames); older runs keep their pages, linked from the run report
+INDEX_RESULTS = 300
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:@+=-]")
 
 
@@ -72,6 +77,7 @@ def site(docs_dir: Path) -> dict[str, Any]:
         "store_backend": {"class_name": "TupleFilesystemStoreBackend",
                           "base_directory": str(docs_dir)},
         "site_index_builder": {"class_name": "DefaultSiteIndexBuilder",
+                               "validation_results_limit": INDEX_RESULTS,
                                "view": _view(OfflineIndexPageView)},
         "site_section_builders": {"expectations": {"view": page},
                                   "validations": {"view": page},
@@ -90,5 +96,5 @@ def stores(defaults: Any, docs_dir: Path | None) -> dict[str, Any]:
     return out
 
 
-__all__ = ["RESULTS_DIR", "OfflineIndexPageView", "OfflinePageView", "run_name", "site",
-           "stores"]
+__all__ = ["INDEX_RESULTS", "RESULTS_DIR", "OfflineIndexPageView", "OfflinePageView",
+           "run_name", "site", "stores"]
