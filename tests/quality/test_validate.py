@@ -17,6 +17,7 @@ from windowlib import aggregates as agg
 from windowlib.core.errors import QualityError
 from windowlib.engines.spark import run_dataframe
 from windowlib.quality import lateness_histogram, validate_outputs
+from windowlib.quality.suites import FRAMES
 
 pytestmark = pytest.mark.spark
 
@@ -108,14 +109,15 @@ def test_data_docs_keep_every_run_under_its_run_id_and_render_offline(accumulati
     links = {unquote(h) for h in re.findall(r'href="([^"]+)"', index)}
     for run_id, outcome in zip(run_ids, outcomes):
         pages = outcome.to_dict()["data_docs_pages"]
-        assert set(pages) == {"firings", "windows", "run"}
+        assert set(pages) == set(FRAMES)       # one page per validated frame of this run
         for frame, page in pages.items():
             text = Path(page).read_text()
             assert run_id in Path(page).parts and run_id in text and frame in Path(page).name
             link = Path(page).relative_to(docs).as_posix()
             assert link in links                   # the index links every run's pages
     pages = sorted(docs.rglob("*.html"))
-    assert len(pages) == 1 + 3 + 3 * len(run_ids)          # index, suites, every run's pages
+    frames = len(FRAMES)
+    assert len(pages) == 1 + frames + frames * len(run_ids)   # index, suites, every run's pages
     for page in pages:
         assert not NETWORK_ASSET.search(page.read_text()), page
 

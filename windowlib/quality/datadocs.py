@@ -30,9 +30,10 @@ from jinja2 import ChoiceLoader, FileSystemLoader
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "datadocs"
 RESULTS_DIR = "_validation_results"
-# GX's index reads every listed result on each build: the index lists the newest 300 results
-# (100 runs of three frames); older runs keep their pages, linked from the run report
-INDEX_RESULTS = 300
+# GX's index reads every listed result on each build: the index lists the newest 200 results
+# (100 runs of the two validated frames, firings and windows); older runs keep their pages,
+# linked from the run report
+INDEX_RESULTS = 200
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:@+=-]")
 
 

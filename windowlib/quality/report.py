@@ -18,8 +18,8 @@ Invariants:
   namespace declarations, implied for inline SVG in HTML5, are dropped).
 * Fits the page: charts scale down, the validation table takes the page's width and wraps long
   run ids and messages (a narrow window scrolls the table, never the page).
-* Each run links to its own validation: the Data Docs pages of that run (firings, windows,
-  run; ``ValidationOutcome.data_docs_pages``), or the site's index for runs recorded before
+* Each run links to its own validation: the Data Docs pages of that run (one per validated
+  frame; ``ValidationOutcome.data_docs_pages``), or the site's index for runs recorded before
   pages were; links are relative to the report's folder.
 * History entries are ``RunSummary.to_dict()`` dicts, oldest first; they are not mutated.
 """
@@ -42,7 +42,8 @@ from windowlib.runs.summary import validation_status
 TIMING_ORDER = ("EARLY", "ON_TIME", "LATE")
 _COLORS = {"EARLY": "#7aa6d6", "ON_TIME": "#2e7d32", "LATE": "#e08a1e"}
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-_FRAMES = ("firings", "windows", "run")     # the order of a run's Data Docs links
+# the order of a run's Data Docs links ("run": a frame validated by earlier versions)
+_FRAMES = ("firings", "windows", "run")
 
 
 def write_run_report(pipeline_name: str, history: Sequence[Mapping[str, Any]],
