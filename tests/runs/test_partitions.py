@@ -279,3 +279,14 @@ def test_s3_listing_gives_etags_and_sees_late_files(server_name, request) -> Non
     new = {p for p, _, _ in _identities(src) - consumed}
     assert new == {f"s3://{bucket}/in/arrival_date=2013-01-01/part-1.csv",
                    f"s3://{bucket}/in/arrival_date=2013-01-02/part-0.csv"}
+
+
+@pytest.mark.s3
+def test_an_s3_prefix_without_any_object_is_a_missing_source(moto_s3) -> None:
+    bucket = moto_s3.create_bucket()
+    src = PartitionedSource(f"s3://{bucket}/in", settings=moto_s3.settings())
+    with pytest.raises(InputError) as err:
+        src.list_partitions()
+    assert err.value.code == "SOURCE_NOT_FOUND" and f"s3://{bucket}/in" in str(err.value)
+    moto_s3.client().put_object(Bucket=bucket, Key="in/_SUCCESS", Body=b"")   # a marker
+    assert src.list_partitions() == []
