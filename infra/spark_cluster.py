@@ -15,7 +15,8 @@ Invariants:
   their logs) and its own local directory (shuffle and spill files) under the cluster's private
   temporary directory: nothing is shared between workers by accident. ``file://`` data paths
   still work here only because all workers are on this machine; see docs/operations.md.
-- Workers start with a scrubbed environment: no ``AWS_*`` variables, no ``PYTHONPATH``, no
+- Workers start with a scrubbed environment: no ``AWS_*`` variables (but
+  ``AWS_EC2_METADATA_DISABLED``: there is no instance metadata service), no ``PYTHONPATH``, no
   ``SPARK_REMOTE``. Whatever executors need (code, S3 endpoint and credentials) must come from
   the application, as on a real cluster.
 - ``stop()`` terminates every process group (SIGTERM, SIGKILL after a grace period) and removes
@@ -50,7 +51,9 @@ _SCRUBBED_PREFIXES = ("AWS_", "PYSPARK_", "SPARK_", "PYTHON", "WINDOWLIB_", "AIR
 def _worker_env(local_dir: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_PREFIXES)}
     env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": HOST,
-                "SPARK_NO_DAEMONIZE": "1"})
+                "SPARK_NO_DAEMONIZE": "1",
+                # no instance metadata service on this machine: fail fast instead of waiting
+                "AWS_EC2_METADATA_DISABLED": "true"})
     if local_dir is not None:
         env["SPARK_LOCAL_DIRS"] = str(local_dir)
     return env
