@@ -5,8 +5,8 @@
 core and 1 GiB each (``infra.spark_cluster.start_cluster``), every port free and on loopback,
 each worker with its own work and local directories and an environment without ``AWS_*``
 variables or ``PYTHONPATH``. Stopped (every process group killed, directory removed) at the end
-of the session. Applications run in subprocesses: a test process already holds the local
-``spark`` session, and a process has one SparkContext.
+of the session, checked to leave nothing behind. Applications run in subprocesses: a test
+process already holds the local ``spark`` session, and a process has one SparkContext.
 """
 
 from __future__ import annotations
@@ -25,3 +25,6 @@ def spark_cluster() -> Iterator[SparkCluster]:
         yield cluster
     finally:
         cluster.stop()
+    # nothing left behind: every process (executors die with their worker's group), the dirs
+    assert all(p.poll() is not None for p in cluster.processes)
+    assert not cluster.workdir.exists()

@@ -53,7 +53,8 @@ def main(master: str, output: str) -> dict[str, Any]:
     spark.stop()
 
     local = get_or_create_session("local[2]", app_name="windowlib-cluster-app-local")
-    ship_code(local, ["cluster_funcs"], force=True)
+    report["local_shipped"] = ship_code(local, ["cluster_funcs"], force=True)
+    report["local_shipped_again"] = ship_code(local, ["cluster_funcs"], force=True)
     report["local_master"] = local.conf.get("spark.master")
     report["local_rows"] = one_shot(local)
     local.stop()

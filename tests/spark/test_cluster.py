@@ -10,13 +10,15 @@ credentials (forwarded in the pickled task closures, never in the Spark configur
   runs in ``tests/airflow/test_dag_spark_submit.py``): an incremental run over three
   partitions, then files that land late in a consumed partition and a rerun; the firings,
   late output and checkpoint (clock and every key's pane state) equal those of the same runs
-  on ``local[2]``
-  (the shared ``spark`` fixture), compared as data. No secret appears in the runs' output or
-  in any log of the cluster (master, workers, executors' stdout/stderr and launch commands).
+  on ``local[2]`` (the shared ``spark`` fixture, ``on_local``), compared as data. No secret
+  appears in the runs' output or in any log of the cluster (master, workers, executors'
+  stdout/stderr and launch commands).
 - ``cluster_app.py`` (one application): executors import the shipped windowlib, not the one
   installed in their environment; a one-shot ``Pipeline.run`` whose function lives in an
   unshipped module fails with ``MODULE_UNAVAILABLE`` naming it and, once shipped, equals the
   same run on ``local[2]``; with credential forwarding off the executors cannot read S3.
+- ``SPARK_REMOTE`` at a Spark Connect server whose master is the cluster: the same two runs
+  (code shipped as Connect artifacts) commit what the ``local[2]`` runs did.
 
 Applications run in subprocesses: this process holds the local ``spark`` session.
 """
@@ -103,8 +105,22 @@ def lake(seaweed_s3):
     return roots
 
 
+@pytest.fixture(scope="module")
+def on_local(spark, seaweed_s3, lake) -> dict:
+    """The reference: the same two runs on ``local[2]`` (the shared session) — summaries of
+    both runs and what readers and the next run see afterwards."""
+    job = get("clickstream_demo")
+    with use_env(seaweed_s3.env()):
+        first = run_job(job, lake["local"], partitions=(T00, T02), spark=spark, validate=False)
+        land_late(lake["local"], job_status(job, lake["local"])["watermark"])
+        rerun = run_job(job, lake["local"], partitions=(T00, T00), spark=spark, validate=False)
+        seen = observed(spark, lake["local"])
+    assert seen["late"] and seen["state"] and {"ON_TIME", "LATE"} <= set(seen["timings"])
+    return {"runs": [first, rerun], "observed": seen}
+
+
 def test_incremental_runs_on_the_cluster_equal_local_runs(spark, spark_cluster, seaweed_s3,
-                                                          lake):
+                                                          lake, on_local):
     env = driver_env(seaweed_s3)
     job = get("clickstream_demo")
     first, out1 = run_pipeline(spark_cluster.master_url, lake["cluster"], env,
@@ -121,19 +137,11 @@ def test_incremental_runs_on_the_cluster_equal_local_runs(spark, spark_cluster, 
     apps = spark_cluster.status()["completedapps"]
     assert sum(a["name"] == "windowlib-run-pipeline" and a["cores"] == 2 for a in apps) >= 2
 
-    with use_env(seaweed_s3.env()):   # the same data and runs on local[2]
-        local_first = run_job(job, lake["local"], partitions=(T00, T02), spark=spark,
-                              validate=False)
-        land_late(lake["local"], job_status(job, lake["local"])["watermark"])
-        local_rerun = run_job(job, lake["local"], partitions=(T00, T00), spark=spark,
-                              validate=False)
-        on_cluster, on_local = observed(spark, lake["cluster"]), observed(spark, lake["local"])
-    for key in ("inputs", "processed", "late", "rejects", "firings", "watermark_ms"):
-        assert first[key] == getattr(local_first, key), key
-        assert rerun[key] == getattr(local_rerun, key), key
-    assert on_cluster["late"] and on_cluster["state"]
-    assert {"ON_TIME", "LATE"} <= set(on_cluster["timings"])
-    assert on_cluster == on_local
+    for got, want in zip((first, rerun), on_local["runs"], strict=True):
+        for key in ("inputs", "processed", "late", "rejects", "firings", "watermark_ms"):
+            assert got[key] == getattr(want, key), key
+    with use_env(seaweed_s3.env()):
+        assert observed(spark, lake["cluster"]) == on_local["observed"]
 
     secrets = (seaweed_s3.secret_access_key,)
     for text in (out1, out2):
@@ -146,9 +154,9 @@ def test_incremental_runs_on_the_cluster_equal_local_runs(spark, spark_cluster, 
 
 
 def test_code_ships_and_credentials_forward_only_through_the_application(
-        spark_cluster, seaweed_s3, lake):
-    """Runs after the incremental test (module order), which committed the output read here."""
-    output = get("clickstream_demo").locations(lake["cluster"])[1]
+        spark_cluster, seaweed_s3, lake, on_local):
+    """Reads the output the local reference runs committed on S3."""
+    output = get("clickstream_demo").locations(lake["local"])[1]
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("cluster_app.py")),
                            spark_cluster.master_url, output],
                           cwd=REPO, env={**driver_env(seaweed_s3), "PYTHONPATH": str(REPO)},
@@ -165,6 +173,9 @@ def test_code_ships_and_credentials_forward_only_through_the_application(
     assert unshipped.startswith("[MODULE_UNAVAILABLE]") and "'cluster_funcs'" in unshipped
     assert report["shipped"] == [n for n in report["shipped"] if n.startswith("cluster_funcs-")]
     assert report["cluster_rows"] and report["cluster_rows"] == report["local_rows"]
+    assert sorted(n.split("-")[0] for n in report["local_shipped"]) == ["cluster_funcs",
+                                                                        "windowlib"]
+    assert report["local_shipped_again"] == []             # once per session
     # executors have no credentials of their own: only the forwarded ones reach S3
     assert isinstance(report["read_without_credentials"], str), report
     assert report["read_with_credentials"] > 0
@@ -172,13 +183,13 @@ def test_code_ships_and_credentials_forward_only_through_the_application(
 
 
 def test_a_connect_server_on_the_cluster_runs_the_same_incremental_runs(
-        spark, spark_cluster, seaweed_s3, lake):
+        spark, spark_cluster, seaweed_s3, lake, on_local):
     """``SPARK_REMOTE`` at a Spark Connect server whose master is the cluster: windowlib and the
-    registry's package reach the executors as Connect artifacts; the same two runs give what
-    the ``local[2]`` runs of the first test committed."""
+    registry's package reach the executors as Connect artifacts; the same two runs commit what
+    the ``local[2]`` runs did."""
     from infra.spark_connect import start_connect_server
 
-    root = lake["cluster"].replace("/cluster", "/connect")
+    root = lake["cluster"].rsplit("/", 1)[0] + "/connect"     # the same bucket
     with use_env(seaweed_s3.env()):
         write_synthetic(f"{root}/{DATA_PATH}", hours=HOURS, events_per_hour=EVENTS,
                         keys=KEYS, late_fraction=0.1, very_late_fraction=0.05)
@@ -195,5 +206,5 @@ def test_a_connect_server_on_the_cluster_runs_the_same_incremental_runs(
     assert (first["status"], rerun["status"]) == ("published", "published")
     assert [a["cores"] for a in apps if a["name"] == "windowlib Spark Connect server"] == [2]
     with use_env(seaweed_s3.env()):
-        assert observed(spark, root) == observed(spark, lake["local"])
+        assert observed(spark, root) == on_local["observed"]
     assert seaweed_s3.secret_access_key not in out1 + out2 + log

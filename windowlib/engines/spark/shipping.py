@@ -39,7 +39,7 @@ __all__ = ["code_archive", "is_local_master", "ship_code"]
 
 _LOCK = threading.Lock()
 _ARCHIVES: dict[tuple[str, str], Path] = {}      # (package, digest) -> zip
-_SHIPPED: dict[int, set[str]] = {}                # id(session or context) -> archive names
+_SHIPPED: dict[str, set[str]] = {}                # application / Connect session id -> names
 _DIR: Path | None = None
 
 
@@ -111,7 +111,8 @@ def ship_code(spark: Any, modules: Iterable[str] = (), *, force: bool = False) -
     names = list(dict.fromkeys(["windowlib", *(m.split(".")[0] for m in modules if m)]))
     archives = [code_archive(name) for name in names]
     connect = _is_connect(spark)
-    holder = id(spark) if connect else id(spark.sparkContext._jsc)
+    # an application (classic) or a Connect session; never id(): ids of dead objects recur
+    holder = str(spark.session_id) if connect else str(spark.sparkContext.applicationId)
     added = []
     with _LOCK:
         done = _SHIPPED.setdefault(holder, set())
