@@ -48,13 +48,21 @@ def get_job(name: str) -> Any:
 
 def job_session(spark: Any = None) -> Any:
     """``spark`` (default ``get_or_create_session()``) with windowlib and the registry's top-level
-    package (where the jobs' functions live) shipped to its executors; nothing is shipped on a
-    local master (``engines.spark.shipping``)."""
+    package (where the jobs' functions live) shipped to its executors; nothing is shipped (and
+    the registry not looked up) on a local master (``engines.spark.shipping``). A registry the
+    driver cannot find as source is not shipped: executors that need it then fail with
+    ``MODULE_UNAVAILABLE`` naming it."""
+    from windowlib.core.errors import ExecutionError
     from windowlib.engines.spark.session import get_or_create_session
-    from windowlib.engines.spark.shipping import ship_code
+    from windowlib.engines.spark.shipping import is_local_master, ship_code
 
     spark = spark or get_or_create_session()
-    ship_code(spark, [registry_module().__name__])
+    if is_local_master(spark):
+        return spark
+    try:
+        ship_code(spark, [os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)])
+    except ExecutionError:
+        ship_code(spark)
     return spark
 
 
