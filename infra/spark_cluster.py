@@ -20,7 +20,7 @@ Invariants:
   ``SPARK_REMOTE``. Whatever executors need (code, S3 endpoint and credentials) must come from
   the application, as on a real cluster.
 - ``stop()`` terminates every process group (SIGTERM, SIGKILL after a grace period) and removes
-  the directory unless ``keep_logs=True``; executors die with their worker's group.
+  the temporary directory unless ``keep_logs=True``; executors die with their worker's group.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ class SparkCluster:
     workers: int = 0
     cores_per_worker: int = 1
     keep_logs: bool = False
+    owns_workdir: bool = True
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -124,7 +125,7 @@ class SparkCluster:
                 _signal_group(process, signal.SIGKILL)
                 process.wait(timeout=10)
             _signal_group(process, signal.SIGKILL)   # executors left in the group, if any
-        if not self.keep_logs:
+        if not self.keep_logs and self.owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> SparkCluster:
@@ -157,7 +158,8 @@ def start_cluster(workers: int = 2, *, cores: int = 1, memory: str = "1g",
                   workdir: Path | None = None) -> SparkCluster:
     """Start a master and ``workers`` workers (``cores`` cores, ``memory`` each) on 127.0.0.1.
 
-    Returns once every worker is registered and alive. Raises
+    Returns once every worker is registered and alive. ``workdir``: default a new temporary
+    directory, removed by ``stop()`` (a given one is kept). Raises
     ``InputError(CLUSTER_ARGUMENT_INVALID)`` for bad sizes and
     ``ExecutionError(CLUSTER_START_FAILED)`` with the log's tail when a process exits or the
     workers are not alive within ``timeout_s``. Call ``stop()`` (or use ``with``) when done.
@@ -175,7 +177,8 @@ def start_cluster(workers: int = 2, *, cores: int = 1, memory: str = "1g",
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="windowlib-cluster-"))
     root.mkdir(parents=True, exist_ok=True)
     cluster = SparkCluster(port=free_port(), webui_port=free_port(), workdir=root,
-                           workers=workers, cores_per_worker=cores, keep_logs=keep_logs)
+                           workers=workers, cores_per_worker=cores, keep_logs=keep_logs,
+                           owns_workdir=workdir is None)
     master_log = root / "master.log"
     props = root / "master.properties"
     props.write_text("spark.master.rest.enabled false\n")   # its fixed port 6066 would clash
@@ -186,8 +189,8 @@ def start_cluster(workers: int = 2, *, cores: int = 1, memory: str = "1g",
     logs = [master_log]
     for index in range(1, workers + 1):
         wdir = cluster.worker_dir(index)
-        (wdir / "work").mkdir(parents=True)
-        (wdir / "local").mkdir()
+        (wdir / "work").mkdir(parents=True, exist_ok=True)
+        (wdir / "local").mkdir(exist_ok=True)
         logs.append(wdir / "worker.log")
         cluster.processes.append(_spawn(
             [str(spark_class), WORKER_CLASS, cluster.master_url, "--host", HOST,
