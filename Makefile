@@ -8,7 +8,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP        := 127.0.0.1
 export PATH                  := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup test test-unit demo lint lock bench clean s3 airflow
+.PHONY: setup test test-unit demo lint lock bench clean s3 airflow cluster
 
 setup:
 	@bash infra/bootstrap.sh
@@ -50,3 +50,9 @@ s3: setup
 # Airflow 3 (api-server, scheduler, dag-processor) on 127.0.0.1:8080 over dags/; prints the login.
 airflow: setup
 	@bash infra/airflow.sh $(AIRFLOW_ARGS)
+
+# A Spark standalone cluster (a master and 2 workers of 1 core, 1g) on 127.0.0.1, each worker
+# with its own work/local dirs; prints the master URL; Ctrl-C stops it. CLUSTER_ARGS passes
+# options (e.g. CLUSTER_ARGS="--workers 3 --cores 2"; python -m infra.spark_cluster --help).
+cluster: setup
+	@$(PY) -m infra.spark_cluster $(CLUSTER_ARGS)

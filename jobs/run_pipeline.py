@@ -2,12 +2,15 @@
 
     python jobs/run_pipeline.py --pipeline NAME [--root URI] [--first P --last P]
                                 [--run-id KEY] [--publish-on-failure] [--no-validate]
-                                [--rebuild] [--dry-run] [--json]
+                                [--rebuild] [--dry-run] [--json] [--master URL]
     spark-submit --master spark://... jobs/run_pipeline.py --pipeline NAME --root s3://...
+    python jobs/run_pipeline.py --master spark://127.0.0.1:7077 --pipeline NAME --root s3://...
 
 It looks the job up in the registry (``jobs.registry``, or the module named by
 ``WINDOWLIB_REGISTRY``), gets a SparkSession (the one ``spark-submit`` configured, a Spark
-Connect session when ``SPARK_REMOTE`` is set, else a local one) and runs it through
+Connect session when ``SPARK_REMOTE`` is set, else a new one on ``--master``, default
+``local[2]``), ships windowlib and the registry's package to the executors when the master is
+a cluster (``windowlib.engines.spark.shipping``) and runs the job through
 ``windowlib.runs.operations`` (an incremental run with the job's GX gate, or ``--rebuild``: a new
 state generation over ``--first..--last``, or over every partition without them) with the
 job's source, checkpoint and output locations under ``--root`` (default ``$WINDOWLIB_ROOT`` or
@@ -67,6 +70,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dry-run", action="store_true",
                         help="print what would run; start no Spark session")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--master", default=None,
+                        help="Spark master of a new session (local[N], spark://host:port, "
+                             "yarn, k8s://...); default local[2]. Ignored under spark-submit "
+                             "(its --master wins) and with SPARK_REMOTE")
     return parser.parse_args(argv)
 
 
@@ -93,10 +100,20 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
             "checkpoint": checkpoint, "output": output,
             "partitions": _partitions(job, args.first, args.last), "rebuild": args.rebuild,
             "run_id": args.run_id, "publish_on_failure": args.publish_on_failure == "true",
-            "validate": not args.no_validate}
+            "validate": not args.no_validate, "master": _master(args.master)}
 
 
-def _session() -> Any:
+def _master(master: str | None) -> str | None:
+    """``--master`` checked for form (Spark itself rejects unknown masters later)."""
+    if master is None:
+        return None
+    if not re.fullmatch(r"(local(\[(\d+|\*)(,\d+)?\])?|yarn|(spark|k8s|mesos)://\S+)", master):
+        raise DefinitionError(f"--master {master!r} is not local[N], yarn, spark://host:port or "
+                              "k8s://...", code="ARGUMENT_INVALID")
+    return master
+
+
+def _session(master: str | None = None) -> Any:
     from windowlib.engines.spark.session import get_or_create_session
 
     if os.environ.get("PYSPARK_GATEWAY_PORT") and not os.environ.get("SPARK_REMOTE"):
@@ -104,7 +121,7 @@ def _session() -> Any:
         from pyspark.sql import SparkSession
 
         SparkSession.builder.getOrCreate()
-    return get_or_create_session(app_name="windowlib-run-pipeline")
+    return get_or_create_session(master or "local[2]", app_name="windowlib-run-pipeline")
 
 
 def run(resolved: dict[str, Any]) -> Any:
@@ -113,7 +130,7 @@ def run(resolved: dict[str, Any]) -> Any:
 
     job, root, parts = resolved["job"], resolved["root"], resolved["partitions"]
     run_id, validate = resolved.get("run_id"), resolved.get("validate", True)
-    spark = _session()
+    spark = _session(resolved.get("master"))
     if resolved["rebuild"]:
         first, last = parts or (None, None)
         return backfill_job(job, root, first, last, rebuild=True, spark=spark, run_id=run_id,

@@ -22,5 +22,6 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 pytest_plugins = [
     "s3_servers",      # moto_s3 / seaweed_s3 fixtures (tests/s3_servers.py)
     "spark_session",   # the shared session-scoped `spark` fixture
+    "spark_clusters",  # spark_cluster: a standalone master + 2 workers (tests/spark_clusters.py)
     "xdist_costs",     # groups and heaviest-first order for `-n N --dist loadgroup`
 ]

@@ -29,6 +29,7 @@ import pytest
 # DEFAULT_TEST_S each. Re-measure with `--durations=0` when a module changes a lot.
 COST_S: dict[str, float] = {
     "tests/spark/test_connect.py": 950,
+    "tests/spark/test_cluster.py": 700,     # a 2-worker cluster + SeaweedFS; 4 applications
     "tests/spark/test_transcripts_spark.py": 880,
     "tests/spark/test_differential_properties.py": 700,    # 300 examples under CI
     "tests/state/test_state_crash.py": 600,    # 850 before the reference was shared
@@ -51,7 +52,7 @@ COST_S: dict[str, float] = {
     "tests/spark/test_incremental_concurrency.py": 160,
     "tests/airflow/test_dag_connect.py": 150,
     "tests/airflow/test_dag_runs_s3.py": 120,
-    "tests/airflow/test_dag_spark_submit.py": 90,     # one spark-submit application
+    "tests/airflow/test_dag_spark_submit.py": 330,    # spark-submit on local[2], on a cluster
     "tests/docs/test_docs_examples.py": 105,
     "tests/quality/test_validate.py": 180,     # GX validations, two Data Docs sites
     "tests/spark/test_incremental.py": 100,

@@ -4,7 +4,10 @@ connection at parse time, a pipeline DAG is ``plan -> run -> report`` and ``run`
 
 ``dag.test()`` runs in a subprocess (the DAG must be parsed with the connection variable set):
 a run publishes under the plan's idempotency key; a second run of the same DAG run id finds
-nothing new. (A failed audit makes the submitted ``run_pipeline.py`` exit 1, which fails the
+nothing new. With the connection pointing at a real standalone cluster (the ``spark_cluster``
+fixture: 2 workers without ``AWS_*`` variables) and the lake on SeaweedFS, the submitted
+application runs on the cluster's executors and publishes; no secret reaches the task's
+output. (A failed audit makes the submitted ``run_pipeline.py`` exit 1, which fails the
 task; ``tests/jobs/test_jobs_run_pipeline_spark.py`` pins that exit code and its message
 in-process instead of paying a second ``spark-submit`` here.)"""
 
@@ -34,12 +37,12 @@ print("RESULT " + json.dumps({"state": str(dr.state), "run_id": dr.run_id,
 
 
 def _dag_test(root: str, **env: str) -> tuple[dict, str]:
+    env = {"WINDOWLIB_SPARK_CONN_ID": "spark_local",
+           "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+           **env}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, root], capture_output=True, text=True, timeout=1200,
-        cwd=str(REPO), env=subprocess_env(
-            WINDOWLIB_SPARK_CONN_ID="spark_local",
-            AIRFLOW_CONN_SPARK_LOCAL=json.dumps({"conn_type": "spark", "host": "local[2]"}),
-            **env))
+        cwd=str(REPO), env=subprocess_env(**env))
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     return json.loads(lines[-1][len("RESULT "):]), done.stdout + done.stderr
@@ -70,3 +73,36 @@ def test_spark_submit_run_publishes_under_the_plans_key_and_a_rerun_is_a_no_op(a
     assert again["state"] == "success" and again["tasks"]["plan"] == "success", again
     assert again["tasks"]["run"] == "skipped", again
     assert job_status(get("clickstream_demo"), root)["version"] == 1
+
+
+@pytest.mark.s3
+@pytest.mark.e2e
+def test_the_dag_submits_to_a_spark_cluster_through_the_spark_connection(
+        airflow_db, spark_cluster, seaweed_s3):
+    from s3_servers import use_env
+
+    from jobs.registry import get
+    from jobs.synthetic import DATA_PATH, write_synthetic
+    from windowlib.runs.operations import job_status
+
+    root = f"s3://{seaweed_s3.create_bucket('dagcluster')}/lake"
+    with use_env(seaweed_s3.env()):
+        write_synthetic(f"{root}/{DATA_PATH}", hours=1, events_per_hour=40,
+                        late_fraction=0.0, very_late_fraction=0.0)
+    host, port = spark_cluster.master_url.rsplit(":", 1)
+
+    def submitted() -> list[dict]:
+        return [a for a in spark_cluster.status()["completedapps"]
+                if a["name"] == "windowlib-clickstream_demo"]
+
+    before = len(submitted())
+    result, output = _dag_test(root, AIRFLOW_CONN_SPARK_LOCAL=json.dumps(
+        {"conn_type": "spark", "host": host, "port": int(port)}), **seaweed_s3.env())
+    assert result["state"] == "success", output[-5000:]
+    assert result["tasks"] == {"plan": "success", "run": "success", "report": "success"}
+    apps = submitted()
+    assert len(apps) == before + 1 and {a["cores"] for a in apps} == {spark_cluster.cores}
+    with use_env(seaweed_s3.env()):
+        status = job_status(get("clickstream_demo"), root)
+    assert status["version"] == 1 and status["files_consumed_total"] == 1, status
+    assert seaweed_s3.secret_access_key not in output

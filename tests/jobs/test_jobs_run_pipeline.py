@@ -59,6 +59,10 @@ def test_dry_run_uses_the_default_root(capsys, monkeypatch, tmp_path):
     (["--pipeline", "clickstream_demo", "--root", "s3://lake-bucket/../etc"], "URI_INVALID"),
     (["--pipeline", "clickstream_demo", "--root", "http://example.com/x"], "URI_INVALID"),
     (["--pipeline", "../etc/passwd"], "PIPELINE_UNKNOWN"),
+    (["--pipeline", "clickstream_demo", "--master", "spark://"], "ARGUMENT_INVALID"),
+    (["--pipeline", "clickstream_demo", "--master", "local[2"], "ARGUMENT_INVALID"),
+    (["--pipeline", "clickstream_demo", "--master", "spark://h:7077; rm -rf /"],
+     "ARGUMENT_INVALID"),
 ])
 def test_user_mistakes_exit_2_with_their_code(argv, code, capsys):
     assert run_pipeline.main([*argv, "--dry-run"]) == 2

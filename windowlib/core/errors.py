@@ -141,6 +141,7 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     # --- InputError: data, files and locations ------------------------------------------------
     ("INPUT_INVALID", _I, USER, "InputError's default code (never raised by windowlib itself)"),
     ("BUNDLE_INVALID", _I, USER, "run_bundles got something that is not a valid Bundle"),
+    ("CLUSTER_ARGUMENT_INVALID", _I, USER, "a local Spark cluster of impossible size or memory"),
     ("COLUMN_MISSING", _I, USER, "the input lacks the timestamp, a key or a required column"),
     ("CONNECT_PORT_INVALID", _I, USER, "a Spark Connect port outside 1-65535"),
     ("CONNECT_URL_INVALID", _I, USER, "SPARK_REMOTE / remote= is not an sc://host:port URL"),
@@ -176,6 +177,7 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     # --- ExecutionError: user functions, triggers and engine steps at run time ----------------
     ("EXECUTION_FAILED", _X, FAILED, "ExecutionError's default code (never raised by "
      "windowlib itself)"),
+    ("CLUSTER_START_FAILED", _X, FAILED, "the local Spark standalone cluster did not start"),
     ("CONNECT_SERVER_FAILED", _X, FAILED, "the local Spark Connect server did not start"),
     ("DEMO_SETUP", _X, FAILED, "the demo could not prepare Airflow"),
     ("MODULE_UNAVAILABLE", _X, FAILED, "the Spark executors cannot import the module of the "

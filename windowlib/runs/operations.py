@@ -47,6 +47,26 @@ def get_job(name: str) -> Any:
     return registry_module().get(name)
 
 
+def job_session(spark: Any = None) -> Any:
+    """``spark`` (default ``get_or_create_session()``) with windowlib and the registry's top-level
+    package (where the jobs' functions live) shipped to its executors; nothing is shipped (and
+    the registry not looked up) on a local master (``engines.spark.shipping``). A registry the
+    driver cannot find as source is not shipped: executors that need it then fail with
+    ``MODULE_UNAVAILABLE`` naming it."""
+    from windowlib.core.errors import ExecutionError
+    from windowlib.engines.spark.session import get_or_create_session
+    from windowlib.engines.spark.shipping import is_local_master, ship_code
+
+    spark = spark or get_or_create_session()
+    if is_local_master(spark):
+        return spark
+    try:
+        ship_code(spark, [os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)])
+    except ExecutionError:
+        ship_code(spark)
+    return spark
+
+
 def default_root() -> str:
     module = registry_module()
     root = getattr(module, "default_root", None)
@@ -125,6 +145,7 @@ def run_job(job: Any, root: str, *, partitions: Sequence[Any] | None = None,
     gate: Gate | None = None
     if not dry_run:
         gate = validator(job, _local_path(docs)) if validate else validation_off
+        spark = job_session(spark)
     return run_incremental(job.pipeline, job.source_for(root), checkpoint, output, partitions,
                            job.watermark, spark=spark, run_id=run_id,
                            result_schema=job.result_schema, validate=gate,
@@ -294,12 +315,11 @@ def gc_job(job: Any, root: str, *, grace_hours: float = GC_GRACE_HOURS,
 
 def verify_job(job: Any, root: str, *, spark: Any = None) -> Any:
     """``runs.verify.verify_checkpoint`` for a registered job (a ``VerifyReport``)."""
-    from windowlib.engines.spark.session import get_or_create_session
     from windowlib.runs.verify import verify_checkpoint
 
     checkpoint, _ = job.locations(root)
     cs = open_checkpoint(job.pipeline, checkpoint)
-    return verify_checkpoint(cs, spark or get_or_create_session())
+    return verify_checkpoint(cs, job_session(spark))
 
 
 def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -347,6 +367,7 @@ def stage_job(job: Any, root: str, plan: dict[str, Any], *, spark: Any = None,
     from windowlib.runs.incremental import stage_run
 
     checkpoint, output = job.locations(root)
+    spark = job_session(spark)
     staged = stage_run(job.pipeline, job.source_for(root), checkpoint, output,
                        RunPlan.from_dict(plan), watermark=job.watermark, spark=spark,
                        result_schema=job.result_schema, progress=progress)
@@ -359,14 +380,13 @@ def audit_job(job: Any, root: str, ref: dict[str, Any], *, spark: Any = None,
     ``QUALITY_UNAVAILABLE`` when the staged run cannot be validated (nothing is published)."""
     from pyspark.sql.types import StructType
 
-    from windowlib.engines.spark.session import get_or_create_session
     from windowlib.runs.frames import FrameInfo, read_frame
     from windowlib.runs.summary import RunSummary
 
     docs = context_dir or _local_path(f"{root.rstrip('/')}/_windowlib/quality/{job.name}")
     gate = validator(job, docs)          # fails closed before any data is read
     info = ref["firings"]       # the staged firings' files travel in the ref (no re-read)
-    spark = spark or get_or_create_session()
+    spark = job_session(spark)
     # exactly the staged files (no listing)
     firings = read_frame(spark, FrameInfo.from_dict(info), StructType.fromJson(info["schema"]))
     return gate(firings, RunSummary.from_dict(ref["summary"]))

@@ -164,6 +164,12 @@ class S3Settings:
         return self.session().client("s3", endpoint_url=self.endpoint_url,
                                      region_name=self.region, config=config)
 
+    def credential_source(self) -> str | None:
+        """Where the resolved chain found credentials (botocore's method name: ``explicit``,
+        ``env``, ``shared-credentials-file``, ``iam-role``...), or None if it found none."""
+        creds = self.session().get_credentials()
+        return None if creds is None else str(getattr(creds, "method", None) or "unknown")
+
     def frozen_credentials(self) -> tuple[str, str, str | None] | None:
         """``(access_key, secret_key, token)`` from the resolved chain, or None if none found."""
         creds = self.session().get_credentials()

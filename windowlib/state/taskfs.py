@@ -5,11 +5,16 @@ Invariants:
 - :class:`TaskFilesystem` is a small picklable description; :meth:`TaskFilesystem.open` builds
   the ``pyarrow.fs`` filesystem where it runs (``LocalFileSystem`` for ``file://``,
   ``S3Settings.arrow_filesystem()`` for ``s3://``). It imports neither pyspark nor boto3.
-- Credentials: tasks build their filesystem from :class:`S3Settings` pickled without secrets, so
-  executors use their own credential chain (environment, instance profile...). On a local
-  master (same machine, same user) the driver's resolved credentials are forwarded inside the
-  task closure, because the workers' environment was fixed when the JVM started;
-  ``forward_credentials=`` overrides the choice. Credentials never appear in reprs or logs.
+- Endpoint, region and retry settings always travel with the task (``S3Settings.public()``).
+- Credentials (:func:`forwards_credentials`, the one rule): the driver's resolved credentials
+  are forwarded inside the pickled task closure — Spark's task serializer, never the Spark
+  configuration, environment page, event log or a log line — on a local master, and on a
+  cluster when the driver got them from its configuration (explicit settings, ``AWS_*``
+  variables, profiles and shared files, SSO...). When the driver's credentials come from its
+  host's role (``iam-role``, ``container-role``, ``assume-role-with-web-identity``), executors
+  use their own credential chain (instance profile, IRSA) and nothing is forwarded. The Spark
+  setting ``spark.windowlib.s3.forwardCredentials`` (``true``/``false``, default ``auto``) and
+  ``forward_credentials=`` override the choice. Credentials never appear in reprs or logs.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 from windowlib.state.s3config import S3Settings
 from windowlib.state.uri import Uri
 
-__all__ = ["TaskFilesystem", "arrow_filesystem", "task_filesystem"]
+__all__ = ["TaskFilesystem", "arrow_filesystem", "forwards_credentials", "task_filesystem"]
 
 
 class _Secret:
@@ -56,21 +61,40 @@ class TaskFilesystem:
         return settings.arrow_filesystem()
 
 
-def _is_local_master(spark: Any) -> bool:
+FORWARD_CONF = "spark.windowlib.s3.forwardCredentials"
+# credentials an executor host provides for itself: never forwarded by default
+HOST_CREDENTIAL_SOURCES = frozenset({"iam-role", "container-role",
+                                     "assume-role-with-web-identity"})
+
+
+def _conf(spark: Any, key: str, default: str) -> str:
     try:
-        return str(spark.conf.get("spark.master", "")).startswith("local")
+        return str(spark.conf.get(key, default))
     except Exception:   # pragma: no cover - restricted Connect servers
-        return False
+        return default
+
+
+def forwards_credentials(spark: Any, settings: S3Settings) -> bool:
+    """Whether tasks of ``spark`` get the driver's credentials for ``settings`` (module
+    docstring): the ``spark.windowlib.s3.forwardCredentials`` setting when ``true``/``false``,
+    else yes on a local master, else yes unless the driver's credentials are its host's role."""
+    choice = _conf(spark, FORWARD_CONF, "auto").strip().lower()
+    if choice in ("true", "false"):
+        return choice == "true"
+    if _conf(spark, "spark.master", "").startswith("local"):
+        return True
+    return settings.credential_source() not in HOST_CREDENTIAL_SOURCES
 
 
 def task_filesystem(spark: Any, loc: Uri, settings: S3Settings | None = None,
                     forward_credentials: bool | None = None) -> TaskFilesystem:
-    """The picklable filesystem description for tasks of ``spark`` (a SparkSession, used only
-    to ask whether the master is local) reading or writing ``loc``."""
+    """The picklable filesystem description for tasks of ``spark`` (a SparkSession, asked only
+    for its master and ``spark.windowlib.s3.forwardCredentials``) reading or writing ``loc``."""
     if loc.scheme == "file":
         return TaskFilesystem("file")
     resolved = settings if settings is not None else S3Settings.resolve()
-    forward = _is_local_master(spark) if forward_credentials is None else forward_credentials
+    forward = (forwards_credentials(spark, resolved) if forward_credentials is None
+               else forward_credentials)
     creds = resolved.frozen_credentials() if forward else None
     return TaskFilesystem("s3", resolved.public(), _Secret(creds) if creds else None)
 

@@ -45,6 +45,7 @@ from windowlib.engines.spark.columns import DEFAULT_MAX_KEY_STATE
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
 from windowlib.engines.spark.planner import explain_choice, plan_path
+from windowlib.engines.spark.shipping import ship_code
 
 
 @dataclass
@@ -124,6 +125,7 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
       planner's reasons when the pipeline is outside the native subset) or ``general``.
       ``max_key_state`` and ``partitions`` apply to the general path only.
     """
+    ship_code(df.sparkSession)    # windowlib on a cluster's executors (no-op on local masters)
     executor = SparkExecutor(path=path, result_schema=result_schema,
                              max_key_state=max_key_state, partitions=partitions)
     time = TimePolicy(watermark=watermark, finalize=finalize, processing_time=processing_time,

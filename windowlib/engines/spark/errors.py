@@ -32,9 +32,10 @@ def windowlib_error(exc: BaseException) -> _errors.WindowlibError | None:
         if missing is not None and "PythonException" in type(exc).__name__:
             return _errors.ExecutionError(
                 f"the Spark executors cannot import module {missing.group(1)!r}, where the "
-                "pipeline's functions (or their imports) live: install it on the workers, ship "
-                "it (spark.submit.pyFiles, SparkSession.addArtifacts), or define the functions "
-                "in a module the workers can import", code="MODULE_UNAVAILABLE")
+                "pipeline's functions (or their imports) live: ship it "
+                f"(windowlib.engines.spark.shipping.ship_code(spark, [{missing.group(1)!r}]), "
+                "spark.submit.pyFiles), install it on the workers, or define the functions in "
+                "a module the workers can import", code="MODULE_UNAVAILABLE")
         return None
     name, code, message = matches[-1].groups()
     cls = getattr(_errors, name)

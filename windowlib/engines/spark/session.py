@@ -11,10 +11,16 @@
    capture) off.
 
 In every case the session time zone is forced to UTC, because windowlib reads and writes
-timestamps as UTC. ``stop_remote_sessions()`` closes the Connect sessions this module opened
-and clears PySpark's process-wide Connect flag, so classic sessions work again afterwards
-(PySpark routes ``pyspark.sql.functions`` to Connect while ``SPARK_CONNECT_MODE_ENABLED`` is
-set).
+timestamps as UTC. On a cluster master (anything but ``local[...]``, also behind Connect)
+windowlib itself is shipped to the executors (``shipping.ship_code``); a pipeline's own modules
+are shipped by the caller (``ship_code(spark, ["mypackage"])``; the CLI, ``jobs/run_pipeline.py``
+and the DAG tasks ship the registry's package). New classic sessions on a ``local`` master bind
+the driver to 127.0.0.1; on a cluster the driver's address is Spark's choice
+(``SPARK_LOCAL_IP``, ``spark.driver.host``).
+
+``stop_remote_sessions()`` closes the Connect sessions this module opened and clears PySpark's
+process-wide Connect flag, so classic sessions work again afterwards (PySpark routes
+``pyspark.sql.functions`` to Connect while ``SPARK_CONNECT_MODE_ENABLED`` is set).
 
 Python workers must run the same interpreter as the driver: set ``PYSPARK_PYTHON`` and
 ``PYSPARK_DRIVER_PYTHON`` to the virtualenv's python before the first local session starts
@@ -61,19 +67,26 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
         return _remote_session(remote, conf)
     from pyspark.sql import SparkSession
 
+    from windowlib.engines.spark.shipping import ship_code
+
     active = SparkSession.getActiveSession()
     if active is not None:
         if active.conf.get("spark.sql.session.timeZone") != "UTC":
             active.conf.set("spark.sql.session.timeZone", "UTC")
+        ship_code(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**LOCAL_CONF, **(conf or {})}.items():
+    settings = {**LOCAL_CONF, **(conf or {})}
+    if not master.startswith("local") and "spark.driver.bindAddress" not in (conf or {}):
+        settings.pop("spark.driver.bindAddress")
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     _quiet_task_failures(session)
+    ship_code(session)
     return session
 
 
@@ -110,6 +123,9 @@ def _remote_session(url: str, conf: dict[str, str] | None) -> Any:
     for key, value in (conf or {}).items():
         session.conf.set(key, value)
     _REMOTE_SESSIONS[url] = session
+    from windowlib.engines.spark.shipping import ship_code
+
+    ship_code(session)
     return session
 
 
