@@ -6,6 +6,7 @@ next run; time travel reads what an earlier version showed."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 
 import duckdb
@@ -151,14 +152,33 @@ def test_a_crash_between_commit_record_and_tables_is_repaired_by_the_next_run(sp
     assert sync_tables(open_checkpoint(p, loc["checkpoint"]))["firings"]["version"] == 2
 
 
-def test_status_shows_table_names_and_locations(spark, lake):
-    from windowlib.runs.tables import table_info
+class _Job:
+    """What ``windowlib status`` needs of a registered job."""
 
-    p, loc = pipeline(), locations(lake, "tables_status")
-    run_incremental(p, partitions=("2024-03-01T00", "2024-03-01T00"), watermark=WM,
-                    spark=spark, **loc)
-    info = table_info(open_checkpoint(p, loc["checkpoint"]))
-    assert info["firings"]["name"] == f"windowlib.{p.name}_firings"
-    assert info["firings"]["location"].endswith(f"/{p.name}/tables/firings")
-    assert info["firings"]["version"] == 1
-    assert info["latest"]["name"] == f"windowlib.{p.name}_latest"
+    name = "clicks_tables"
+    watermark = WM
+    pipeline = pipeline()
+
+    def locations(self, root: str) -> tuple[str, str]:
+        return f"{root}/_windowlib/checkpoints", f"{root}/windows/{self.name}"
+
+
+def test_status_shows_table_names_and_locations(spark, lake, monkeypatch, capsys):
+    from windowlib import cli
+    from windowlib.runs import operations as ops
+
+    job, root = _Job(), (lake / "status").as_uri()
+    checkpoint, output = job.locations(root)
+    run_incremental(job.pipeline, locations(lake, "unused")["source"], checkpoint, output,
+                    partitions=("2024-03-01T00", "2024-03-01T00"), watermark=WM, spark=spark)
+    monkeypatch.setattr(ops, "get_job", lambda name: job)
+    assert cli.main(["status", "--pipeline", job.name, "--root", root, "--json"]) == 0
+    tables = {t["output"]: t for t in json.loads(capsys.readouterr().out)["tables"]}
+    assert tables["firings"]["name"] == f"windowlib.{job.name}_firings"
+    assert tables["firings"]["location"] == f"{checkpoint}/{job.name}/tables/firings"
+    assert tables["firings"]["version"] == 1
+    assert open_table(output, "firings").transaction_version("windowlib") == 1
+    assert tables["latest"]["name"] == f"windowlib.{job.name}_latest"
+    assert cli.main(["status", "--pipeline", job.name, "--root", root]) == 0
+    out = capsys.readouterr().out
+    assert "output tables" in out        # rendered as its own table (names may wrap)

@@ -224,7 +224,14 @@ def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
             "processing_time": iso_ms(head.processing_time_ms),
             "state_rows": stats.get("state_rows"), "state_bytes": stats.get("state_bytes"),
             "files_consumed_total": len(cs.manifest(head)), "checkpoint": checkpoint,
-            "output": output, "runs": runs}
+            "output": output, "runs": runs, "tables": _tables(cs)}
+
+
+def _tables(cs: Any) -> list[dict[str, Any]]:
+    """One row per output table: its Spark name, Delta location and version (status)."""
+    from windowlib.runs.tables import table_info
+
+    return [{"output": name, **entry} for name, entry in table_info(cs).items()]
 
 
 def strategy_label(described: dict[str, Any] | None) -> str | None:
