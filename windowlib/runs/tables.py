@@ -44,32 +44,37 @@ def _tables(cs: CheckpointStore, settings: S3Settings | None) -> dict[str, Outpu
     return {name: OutputTable(cs.pipeline_store, name, settings) for name in OUTPUTS}
 
 
-def _snapshots(cs: CheckpointStore, tables: dict[str, OutputTable]
-               ) -> tuple[Any, dict[str, TableSnapshot | str]]:
-    """The head commit and, per output, what its table must show (or why it cannot)."""
+def _snapshot(cs: CheckpointStore, table: OutputTable, head: Any, dt: Any,
+              committed: list[Any]) -> TableSnapshot | str | None:
+    """What ``table`` must show for ``head``: the table's files plus the head run's when the
+    table shows the head's parent (one record read), else every committed run's files
+    (``committed`` is filled on first need). ``None``: an output this pipeline never writes;
+    a string: why the table cannot show it."""
     from pyspark.sql.types import StructType
 
     from windowlib.runs.frames import arrow_target_schema
 
-    head = cs.latest(check_fingerprint=False)
-    if head is None:
-        return None, {}
-    commits = cs.committed()
-    out: dict[str, TableSnapshot | str] = {}
-    for name, table in tables.items():
-        frames = [f for c in commits if (f := CommitDetails.of(c.extra).frames.get(name))]
-        schema = next((f["schema"] for f in reversed(frames) if f.get("schema")), None)
-        if not schema:
-            continue                                  # an output this pipeline never wrote
-        files = snapshot_files(table, [(x["path"], int(x["bytes"]), int(x["rows"]))
-                                       for f in frames for x in f["files"]])
-        if files is None:
-            out[name] = ("files staged before tables existed (an older windowlib); a rebuild "
-                         "(--rebuild) brings the table")
-            continue
-        arrow = arrow_target_schema(StructType.fromJson(schema), False)
-        out[name] = TableSnapshot(head.version, head.generation, head.run_id, files, arrow)
-    return head, out
+    def frame(commit: Any) -> Any:
+        return CommitDetails.of(commit.extra).frames.get(table.name)
+
+    top = frame(head)
+    if not top or not top.get("schema"):
+        return None
+    state = table.state(dt) if dt is not None else None
+    if head.kind == "run" and state is not None \
+            and state.checkpoint_version == head.record.get("parent_version"):
+        frames, base = [top], table.files(dt)
+    else:
+        if not committed:
+            committed.extend(cs.committed())
+        frames, base = [f for c in committed if (f := frame(c))], []
+    files = snapshot_files(table, [(x["path"], int(x["bytes"]), int(x["rows"]))
+                                   for f in frames for x in f["files"]])
+    if files is None:
+        return ("files staged before tables existed (an older windowlib); a rebuild "
+                "(--rebuild) brings the table")
+    schema = arrow_target_schema(StructType.fromJson(top["schema"]), False)
+    return TableSnapshot(head.version, head.generation, head.run_id, (*base, *files), schema)
 
 
 def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = None,
@@ -91,23 +96,27 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
         head = cs.latest(check_fingerprint=False)
         if head is None:
             return {}
-        states = {n: t.state() for n, t in tables.items()}
-        if all(s is not None and s.checkpoint_version == head.version for s in states.values()):
-            report = {n: {"version": s.checkpoint_version, "delta_version": s.delta_version}
-                      for n, s in states.items() if s is not None}
-        else:
-            _, snapshots = _snapshots(cs, tables)
-            for name, snap in snapshots.items():
+        committed: list[Any] = []
+        for name, table in tables.items():
+            try:
+                dt = table.open()
+                state = table.state(dt) if dt is not None else None
+                if state is not None and state.checkpoint_version == head.version:
+                    report[name] = {"version": state.checkpoint_version,
+                                    "delta_version": state.delta_version}
+                    continue
+                snap = _snapshot(cs, table, head, dt, committed)
+                if snap is None:
+                    continue
                 if isinstance(snap, str):
                     report[name] = {"error": snap, "code": "TABLE_UNAVAILABLE"}
                     continue
-                try:
-                    moved = True
-                    state = tables[name].publish(snap)
-                    report[name] = {"version": state.checkpoint_version,
-                                    "delta_version": state.delta_version}
-                except StateError as exc:
-                    report[name] = {"error": str(exc), "code": exc.code}
+                moved = True
+                state = table.publish(snap)
+                report[name] = {"version": state.checkpoint_version,
+                                "delta_version": state.delta_version}
+            except StateError as exc:
+                report[name] = {"error": str(exc), "code": exc.code}
     except StateError as exc:
         report["_all"] = {"error": str(exc), "code": exc.code}
     for name, entry in report.items():
@@ -156,6 +165,11 @@ def _database(spark: Any, database: str | None) -> str:
 
 def _q(*parts: str) -> str:
     return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def _lit(text: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def register_tables(spark: Any, source: str | CheckpointStore, *, database: str | None = None,
@@ -253,8 +267,8 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",
                                   schema=struct)
     else:
-        spark.sql(f"ALTER TABLE {name} SET LOCATION '{location}'")
-    listed = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
+        spark.sql(f"ALTER TABLE {name} SET LOCATION {_lit(location)}")
+    listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(props.items()))
     spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({listed})")
 
 
