@@ -28,7 +28,7 @@ from windowlib.runs.outputs import reader_store
 from windowlib.runs.protocol import CommitDetails
 from windowlib.state.checkpoint import CheckpointStore
 from windowlib.state.s3config import S3Settings
-from windowlib.state.tables import OutputTable, TableSnapshot, snapshot_files
+from windowlib.state.tables import META, OutputTable, TableSnapshot, snapshot_files
 
 __all__ = ["open_table", "read_table", "register_tables", "spark_names", "sync_tables",
            "table_info"]
@@ -200,8 +200,7 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
         struct = _spark_schema(dt)
         tbl = f"{cs.pipeline}_{name}"
         _replace_table(spark, db, tbl, _location(table, dt, struct), struct,
-                       {"windowlib.delta_version": str(dt.version()),
-                        "windowlib.table": table.uri})
+                       {f"{META}delta_version": str(dt.version()), f"{META}table": table.uri})
         names[name] = f"{db}.{tbl}"
         if name == "firings":
             firings_schema = struct
@@ -257,11 +256,11 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
                    props: dict[str, str]) -> None:
     name = _q(db, tbl)
     digest = hashlib.sha256(struct.json().encode()).hexdigest()[:16]
-    props = {**props, "windowlib.schema": digest}
+    props = {**props, f"{META}schema": digest}
     if spark.catalog.tableExists(f"{db}.{tbl}"):
         current = {r["key"]: r["value"] for r in
                    spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
-        if current.get("windowlib.schema") != digest:
+        if current.get(f"{META}schema") != digest:
             spark.sql(f"DROP TABLE {name}")
     if not spark.catalog.tableExists(f"{db}.{tbl}"):
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",

@@ -36,9 +36,11 @@ from windowlib.state.objectstore import ObjectStore
 from windowlib.state.s3config import S3Settings
 from windowlib.state.uri import Uri
 
-__all__ = ["APP_ID", "OutputTable", "TableFile", "TableSnapshot", "TableState", "snapshot_files"]
+__all__ = ["APP_ID", "META", "OutputTable", "TableFile", "TableSnapshot", "TableState",
+           "snapshot_files"]
 
 APP_ID = "windowlib"        # the Delta application transaction naming the checkpoint version
+META = "windowlib."         # prefix of windowlib's keys in Delta commit info and table properties
 _ATTEMPTS = 8
 
 
@@ -144,7 +146,7 @@ class OutputTable:
         except Exception as exc:   # delta-rs errors: storage, a damaged log...
             raise _unavailable(self.uri, exc) from None
         if checkpoint_version is not None:
-            found = {h.get("windowlib.version"): h["version"] for h in dt.history()}
+            found = {h.get(f"{META}version"): h["version"] for h in dt.history()}
             if checkpoint_version not in found:
                 shown = sorted(v for v in found if isinstance(v, int))
                 raise StateError(f"table {self.uri} never showed checkpoint version "
@@ -219,9 +221,9 @@ class OutputTable:
 
         now_ms = int(time.time() * 1000)
         props = CommitProperties(
-            custom_metadata={"windowlib.version": snapshot.version,
-                             "windowlib.generation": snapshot.generation,
-                             "windowlib.run_id": snapshot.run_id},
+            custom_metadata={f"{META}version": snapshot.version,
+                             f"{META}generation": snapshot.generation,
+                             f"{META}run_id": snapshot.run_id},
             max_commit_retries=0, app_transactions=[Transaction(APP_ID, snapshot.version)])
         schema = Schema.from_arrow(snapshot.schema)
 
