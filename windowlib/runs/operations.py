@@ -328,10 +328,13 @@ def _local_path(uri: str) -> str | None:
 
 def plan_job(job: Any, root: str, partitions: Sequence[Any] | None = None,
              run_id: str | None = None) -> dict[str, Any]:
-    """Step 1: the new files to consume (``{"empty": True, ...}`` when nothing is new)."""
+    """Step 1: the new files to consume (``{"empty": True, ...}`` when nothing is new). The
+    output tables are brought in step first (a crash after an earlier commit record)."""
     from windowlib.runs.incremental import plan_run
+    from windowlib.runs.tables import sync_tables
 
     checkpoint, _ = job.locations(root)
+    sync_tables(open_checkpoint(job.pipeline, checkpoint), catalog=False)
     plan = plan_run(job.pipeline, job.source_for(root), checkpoint, partitions=partitions,
                     run_id=run_id)
     return {**plan.to_dict(), "empty": plan.empty, "files": len(plan.files)}
