@@ -138,3 +138,25 @@ def test_time_travel_by_checkpoint_version_and_a_schema_change(root_uri, s3_sett
     with pytest.raises(StateError) as err:
         table.open(checkpoint_version=2)
     assert err.value.code == "TABLE_VERSION_NOT_FOUND"
+
+
+def test_a_runs_files_below_table_roots_go_with_abort_and_gc(root_uri, s3_settings):
+    from datetime import UTC, datetime, timedelta
+
+    from windowlib.state.checkpoint import CheckpointStore
+
+    cs = CheckpointStore(root_uri, "demo", "fp", settings=s3_settings)
+
+    def staged_files() -> list[str]:
+        return [o.key for o in cs.pipeline_store.list("tables/")]
+
+    aborted = cs.begin("r1")
+    assert aborted.uri("firings").endswith(f"/demo/tables/firings/{aborted.key}")
+    open_store(aborted.uri("firings"), s3_settings).write_bytes("part-0.parquet", b"r1")
+    aborted.abort()
+    assert staged_files() == []
+    crashed = cs.begin("r2")             # writes its outputs, then its process dies
+    open_store(crashed.uri("late"), s3_settings).write_bytes("part-0.parquet", b"r2")
+    assert cs.gc().removed_stagings == [] and staged_files()      # within the grace period
+    later = datetime.now(UTC) + timedelta(days=2)
+    assert cs.gc(now=later).removed_stagings == [crashed.key] and staged_files() == []

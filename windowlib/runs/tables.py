@@ -172,6 +172,22 @@ def _lit(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+_GLOB_WARNING_LOGGER = "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink"
+
+
+def quiet_glob_locations(spark: Any) -> None:
+    """Spark logs a WARN with a stack trace ("Assume no metadata directory") each time it
+    resolves a location that is a glob (it looks for a streaming sink's metadata there):
+    harmless for these tables, so that one logger is raised to ERROR in ``spark``'s JVM
+    (classic sessions; nothing on Spark Connect)."""
+    try:
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            _GLOB_WARNING_LOGGER, jvm.org.apache.logging.log4j.Level.ERROR)
+    except Exception:   # Spark Connect, or another logging backend: the WARN stays
+        pass
+
+
 def register_tables(spark: Any, source: str | CheckpointStore, *, database: str | None = None,
                     settings: S3Settings | None = None) -> dict[str, str]:
     """Name the output tables of ``source`` (an output location or a pipeline's checkpoint
@@ -186,6 +202,7 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
 
     cs = source if isinstance(source, CheckpointStore) else reader_store(source, settings)
     db = _database(spark, database)
+    quiet_glob_locations(spark)
     names: dict[str, str] = {}
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
     firings_schema = None
