@@ -47,6 +47,8 @@ COST_S: dict[str, float] = {
     "tests/airflow/test_conflict_recovery.py": 240,
     "tests/airflow/test_dag_runs.py": 220,
     "tests/spark/test_incremental_s3.py": 200,
+    "tests/spark/test_tables.py": 200,      # incremental runs, a rebuild, catalog + DuckDB
+    "tests/state/test_state_tables.py": 150,    # Delta publishes on file, moto, SeaweedFS
     "tests/spark/test_general_differential.py": 170,
     "tests/airflow/test_dag_integrity.py": 165,
     "tests/spark/test_incremental_concurrency.py": 160,
@@ -72,7 +74,7 @@ SPLIT: frozenset[str] = frozenset({
     "tests/spark/test_frames.py", "tests/spark/test_crash_safety.py",
     "tests/spark/test_transcripts_spark.py", "tests/spark/test_general_differential.py",
     "tests/spark/test_native_path.py", "tests/spark/test_state_frames.py",
-    "tests/spark/test_incremental_native.py",
+    "tests/spark/test_incremental_native.py", "tests/state/test_state_tables.py",
 })
 # Modules split by test function (a function's parametrizations stay together).
 SPLIT_FUNCTIONS: frozenset[str] = frozenset({"tests/spark/test_incremental_splits.py"})

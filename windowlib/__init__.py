@@ -113,6 +113,10 @@ _LAZY = {
     "read_late": "windowlib.runs.outputs",
     "read_latest": "windowlib.runs.outputs",
     "read_rejects": "windowlib.runs.outputs",
+    "open_table": "windowlib.runs.tables",
+    "read_table": "windowlib.runs.tables",
+    "register_tables": "windowlib.runs.tables",
+    "sync_tables": "windowlib.runs.tables",
 }
 __all__ += sorted(_LAZY)
 

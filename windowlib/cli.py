@@ -223,18 +223,19 @@ def _emit(args: argparse.Namespace, data: dict[str, Any]) -> int:
     console = _console()
     head = Table(title=f"{data['pipeline']}", show_header=False)
     for key, value in data.items():
-        if key not in ("runs", "pipeline"):
+        if key not in ("runs", "pipeline", "tables"):
             head.add_row(key, "\n".join(map(str, value)) if isinstance(value, list) else
                          str(value))
     console.print(head)
-    if data.get("runs"):
-        runs = Table(title="recent versions")
-        columns = list(dict.fromkeys(k for run in data["runs"] for k in run))
-        for col in columns:
-            runs.add_column(col)
-        for run in data["runs"]:
-            runs.add_row(*(str(run.get(c, "")) for c in columns))
-        console.print(runs)
+    for key, title in (("runs", "recent versions"), ("tables", "output tables")):
+        if data.get(key):
+            rows = Table(title=title)
+            columns = list(dict.fromkeys(k for row in data[key] for k in row))
+            for col in columns:
+                rows.add_column(col)
+            for row in data[key]:
+                rows.add_row(*(str(row.get(c, "")) for c in columns))
+            console.print(rows)
     return 0
 
 

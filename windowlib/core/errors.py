@@ -225,6 +225,11 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("S3_SETTINGS_INVALID", _S, FAILED, "unknown or invalid S3 settings"),
     ("S3_UNAVAILABLE", _S, FAILED, "S3 kept failing (5xx, throttling) after every retry"),
     ("S3_UNREACHABLE", _S, FAILED, "no connection to the S3 endpoint"),
+    ("TABLE_UNAVAILABLE", _S, FAILED, "an output table cannot be published or read (files "
+     "staged outside its root by an older windowlib, a table format error); the commit "
+     "record stays the truth and readers keep working"),
+    ("TABLE_VERSION_NOT_FOUND", _S, USER, "time travel to a version or time that the output "
+     "table does not hold"),
     ("SNAPSHOT_CORRUPT", _S, FAILED, "a snapshot value cannot be decoded"),
     ("SNAPSHOT_UNSERIALIZABLE", _S, FAILED, "window state holds a value that is not plain data"),
     ("SNAPSHOT_VERSION", _S, USER, "a snapshot of a format version this windowlib cannot read"),

@@ -42,6 +42,7 @@ from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
 from windowlib.runs.source import PartitionedSource, SourceFile
 from windowlib.runs.summary import RunSummary, iso_ms
+from windowlib.runs.tables import sync_tables
 from windowlib.state.checkpoint import CheckpointStore, Commit, Staging
 from windowlib.state.faults import CrashPoint, fault_point
 from windowlib.state.manifest import FileEntry
@@ -303,6 +304,7 @@ def publish_run(pipeline: Pipeline, checkpoint: str | CheckpointStore,
                                         record.max_event_time_ms, record.stats,
                                         details.to_extra(), record.consumed, record.prefixes))
     summary.status, summary.published = RunStatus.PUBLISHED, True
+    summary.tables = sync_tables(cs, settings=settings)    # a rebuild's line: nothing yet
     summary.finished_at = _now()
     return summary
 
@@ -345,6 +347,8 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
     options = {"spark": spark, "settings": settings, "result_schema": result_schema,
                "processing_time": processing_time, "validate": validate,
                "publish_on_failure": publish_on_failure, "progress": progress, "path": path}
+    # repairs a crash between a commit record and the tables (nothing when in step)
+    sync_tables(open_checkpoint(pipeline, checkpoint, settings), settings=settings, spark=spark)
     if rebuild:
         return _rebuild(pipeline, source, open_checkpoint(pipeline, checkpoint, settings),
                         output, partitions, watermark, run_id, dry_run, options)
@@ -392,6 +396,7 @@ def _rebuild(pipeline: Pipeline, source: PartitionedSource, main: CheckpointStor
         return summary
     commit = main.commit_generation(line, run_id=run_id or "rebuild")
     summary.version, summary.generation = commit.version, commit.generation
+    summary.tables = sync_tables(main, settings=options["settings"])
     summary.status = RunStatus.REBUILD_PUBLISHED
     return summary
 

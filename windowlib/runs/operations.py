@@ -256,7 +256,14 @@ def job_status(job: Any, root: str, *, history: int = 5) -> dict[str, Any]:
             "processing_time": iso_ms(head.processing_time_ms),
             "state_rows": stats.get("state_rows"), "state_bytes": stats.get("state_bytes"),
             "files_consumed_total": len(cs.manifest(head)), "checkpoint": checkpoint,
-            "output": output, "runs": runs}
+            "output": output, "runs": runs, "tables": _tables(cs)}
+
+
+def _tables(cs: Any) -> list[dict[str, Any]]:
+    """One row per output table: its Spark name, Delta location and version (status)."""
+    from windowlib.runs.tables import table_info
+
+    return [{"output": name, **entry} for name, entry in table_info(cs).items()]
 
 
 def strategy_label(described: dict[str, Any] | None) -> str | None:
@@ -352,10 +359,13 @@ def _local_path(uri: str) -> str | None:
 
 def plan_job(job: Any, root: str, partitions: Sequence[Any] | None = None,
              run_id: str | None = None) -> dict[str, Any]:
-    """Step 1: the new files to consume (``{"empty": True, ...}`` when nothing is new)."""
+    """Step 1: the new files to consume (``{"empty": True, ...}`` when nothing is new). The
+    output tables are brought in step first (a crash after an earlier commit record)."""
     from windowlib.runs.incremental import plan_run
+    from windowlib.runs.tables import sync_tables
 
     checkpoint, _ = job.locations(root)
+    sync_tables(open_checkpoint(job.pipeline, checkpoint), catalog=False)
     plan = plan_run(job.pipeline, job.source_for(root), checkpoint, partitions=partitions,
                     run_id=run_id)
     return {**plan.to_dict(), "empty": plan.empty, "files": len(plan.files)}

@@ -16,6 +16,7 @@ another checkpoint is refused with ``OUTPUT_IN_USE``.)
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, StateError
@@ -65,7 +66,8 @@ def _pointer(output: str, settings: S3Settings | None) -> dict[str, Any]:
             from exc
 
 
-def _reader_store(output: str, settings: S3Settings | None) -> Any:
+def reader_store(output: str, settings: S3Settings | None = None) -> Any:
+    """The checkpoint store ``output`` is bound to (read-only use: any fingerprint)."""
     from windowlib.state.checkpoint import CheckpointStore
 
     body = _pointer(output, settings)
@@ -75,7 +77,7 @@ def _reader_store(output: str, settings: S3Settings | None) -> Any:
 def committed_commits(output: str, settings: S3Settings | None = None) -> list[Any]:
     """The commits whose outputs readers see (oldest first); the commit chain is verified
     (``CheckpointStore.committed``)."""
-    return _reader_store(output, settings).committed()
+    return reader_store(output, settings).committed()
 
 
 def read_output(output: str, name: str, *, spark: Any = None,
@@ -93,7 +95,7 @@ def read_output(output: str, name: str, *, spark: Any = None,
         raise DefinitionError(f"unknown output {name!r}; one of {OUTPUTS}",
                               code="ARGUMENT_INVALID")
     spark = spark or get_or_create_session()
-    store = _reader_store(output, settings)
+    store = reader_store(output, settings)
     frames = [FrameInfo.from_dict(info) for commit in store.committed()
               if (info := CommitDetails.of(commit.extra).frames.get(name)) is not None]
     if not frames:
@@ -131,24 +133,35 @@ def read_side_outputs(output: str, tag: str | None = None, **kwargs: Any) -> Any
     return side_values(frame, tag)
 
 
-def read_latest(output: str, **kwargs: Any) -> Any:
-    """The last firing per window: rows at the window's highest pane index, unless that pane
-    is a retraction (the window merged away). Key columns are every column before
+def latest_query(columns: Sequence[str], source: str, *, dialect: str = "spark") -> str:
+    """The SQL of the latest view over firings ``source`` with ``columns`` — the one rule
+    ``read_latest``, the Spark catalog's ``<pipeline>_latest`` view and non-Spark readers
+    (``dialect="duckdb"``) share: rows at the window's highest pane index, unless that pane is
+    a retraction (the window merged away). Key columns are every column before
     ``window_start``."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    firings = read_firings(output, **kwargs)
-    cols = firings.columns
-    keys = cols[:cols.index("window_start")]
-    window = [F.col(f"`{c}`") for c in (*keys, "window_start", "window_end")]
-    top = F.max("pane_index").over(Window.partitionBy(*window))
-    latest = firings.withColumn("__wl_top", top).filter(F.col("pane_index") == F.col("__wl_top"))
+    cols = list(columns)
+    if "window_start" not in cols or "pane_index" not in cols:
+        raise DefinitionError(f"not firings: {cols}", code="ARGUMENT_INVALID")
+    quote = (lambda c: "`" + c.replace("`", "``") + "`") if dialect == "spark" \
+        else (lambda c: '"' + c.replace('"', '""') + '"')
+    window = ", ".join(quote(c) for c in (*cols[:cols.index("window_start")], "window_start",
+                                          "window_end"))
+    shown = ", ".join(quote(c) for c in cols)
+    query = (f"SELECT *, MAX({quote('pane_index')}) OVER (PARTITION BY {window}) AS __wl_top "
+             f"FROM {source}")
+    query = f"SELECT * FROM ({query}) AS t WHERE {quote('pane_index')} = __wl_top"
     if "retract" in cols:
-        retracted = F.max(F.col("retract").cast("int")).over(Window.partitionBy(*window))
-        latest = latest.withColumn("__wl_gone", retracted).filter(F.col("__wl_gone") == 0) \
-            .drop("__wl_gone")
-    return latest.drop("__wl_top")
+        query = (f"SELECT * FROM (SELECT *, MAX(CAST({quote('retract')} AS INT)) OVER "
+                 f"(PARTITION BY {window}) AS __wl_gone FROM ({query}) AS u) AS v "
+                 "WHERE __wl_gone = 0")
+    return f"SELECT {shown} FROM ({query}) AS w"
+
+
+def read_latest(output: str, **kwargs: Any) -> Any:
+    """The last firing per window (:func:`latest_query`)."""
+    firings = read_firings(output, **kwargs)
+    return firings.sparkSession.sql(latest_query(firings.columns, "{firings}"),
+                                    firings=firings)
 
 
 def lateness_histogram(late: Any, timestamp: str) -> list[list[Any]]:

@@ -80,6 +80,7 @@ class RunSummary:
     publish_on_failure: bool = False
     path: str = "general"
     seconds: float = 0.0
+    tables: dict[str, Any] = field(default_factory=dict)   # runs/tables.sync_tables' report
 
     def check_conservation(self) -> None:
         """Raise ``StateError(CONSERVATION_VIOLATED)`` unless every input row is accounted."""

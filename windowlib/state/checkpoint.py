@@ -86,6 +86,11 @@ class CheckpointStore:
     def uri(self) -> str:
         return self.pipeline_store.root_uri
 
+    @property
+    def line(self) -> str:
+        """``""`` for the pipeline's main line, else the rebuild line's prefix."""
+        return self._line
+
     def _line_key(self, key: str) -> str:
         return f"{self._line}/{key}" if self._line else key
 

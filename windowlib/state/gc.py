@@ -12,7 +12,11 @@ Rules (never touches a commit record of the main line, never touches what a read
 3. **Superseded generations**: commits of an older generation that are beyond the retention
    window lose all their staged data (readers only see the current generation), and their
    published rebuild lines are removed. Unpublished rebuild lines idle for longer than the
-   grace period are removed.
+   grace period are removed. (Older versions of the output tables that name those files can
+   no longer be read: time travel reaches back as far as retention keeps files.)
+
+A run's files are everything under ``layout.run_prefixes`` of its staging key (outputs are
+staged below their table's root); a line's under ``layout.line_prefixes``.
 
 ``_gc.json`` per line records up to which version retention already ran, so a GC costs LIST
 calls proportional to new versions, not to history.
@@ -50,12 +54,14 @@ def _line_of(cs: CheckpointStore, line: str, generation: int, fp: str) -> Checkp
 
 def _leftovers(cs: CheckpointStore, line: str, referenced: set[str], line_latest: int,
                cutoff: datetime, report: GcReport) -> None:
+    """Staging prefixes of ``line`` that no commit names, under every prefix of a run
+    (``layout.run_prefixes``): judged once per run, by its newest object anywhere."""
     store = cs.pipeline_store
-    prefix = f"{line}/v=" if line else "v="
     groups: dict[str, list] = defaultdict(list)
-    for info in store.list(prefix):
-        rel = info.key[len(line) + 1:] if line else info.key
-        groups[rel.split("/", 1)[0]].append(info)
+    for base in ("", *(f"{L.table_prefix(n)}/" for n in L.TABLE_OUTPUTS)):
+        root = f"{base}{line}/" if line else base
+        for info in store.list(f"{root}v="):
+            groups[info.key[len(root):].split("/", 1)[0]].append(info)
     for name, objs in sorted(groups.items()):
         parsed = L.parse_staging_prefix(name)
         skey = f"{line}/{name}" if line else name
@@ -86,7 +92,7 @@ def _retention(cs: CheckpointStore, line: str, commits: list[Commit], keep: int,
             names = [n for n in c.record.get("ephemeral", []) if n in c.record["prefixes"]]
             targets = [c.record["prefixes"][n] + "/" for n in names]
         else:
-            targets = [c.record["staging"] + "/"]
+            targets = L.run_prefixes(str(c.record["staging"]))
         for t in targets:
             n = store.delete_prefix(t)
             if n:
@@ -125,7 +131,8 @@ def collect(cs: CheckpointStore, *, grace_seconds: float = 3600.0,
         if pub is None:
             newest = max((o.last_modified for o in store.list(f"{line}/")), default=None)
             if newest is not None and newest < cutoff:
-                report.removed_objects += store.delete_prefix(f"{line}/")
+                report.removed_objects += sum(store.delete_prefix(p)
+                                              for p in L.line_prefixes(line))
                 report.removed_generations.append(g)
                 continue
             _leftovers(cs, line, referenced, commits[-1].version if commits else 0, cutoff,
@@ -134,7 +141,7 @@ def collect(cs: CheckpointStore, *, grace_seconds: float = 3600.0,
         superseded = g != current_gen
         beyond = [c.version for c in main[:-keep]] if keep else [c.version for c in main]
         if superseded and pub.version in beyond:
-            report.removed_objects += store.delete_prefix(f"{line}/")
+            report.removed_objects += sum(store.delete_prefix(p) for p in L.line_prefixes(line))
             report.removed_generations.append(g)
             continue
         _leftovers(cs, line, referenced, commits[-1].version if commits else 0, cutoff, report)

@@ -12,6 +12,13 @@ Layout of one pipeline under the checkpoint root (``{root}/{pipeline}/``)::
     generations/g=000002/          a rebuild in progress: the same layout (commits/, v=.../),
                                    invisible to readers until ``commit_generation`` publishes it
                                    with one record in the main ``commits/`` line
+    tables/firings/                the Delta table of one output (``TABLE_OUTPUTS``): its log
+        _delta_log/                  (``windowlib.state.tables``) and, below the table root, the
+        v=00000002-<token>/          output files each run staged (``Staging.uri("firings")``),
+        generations/g=000002/v=.../  rebuild lines' too: Delta names files relative to its root
+
+A run's files therefore live under :func:`run_prefixes` of its staging key (the staging prefix
+itself and one per table output); a line's under :func:`line_prefixes`.
 
 Invariants: a staged prefix is visible only once a commit record naming it exists; records are
 never rewritten; every record carries ``format_version``, the definition fingerprint and a
@@ -29,10 +36,12 @@ import re
 from typing import Any
 
 from windowlib.core.errors import StateError, rebuild_hint
+from windowlib.core.outputs import OUTPUTS
 
 __all__ = [
-    "FORMAT_VERSION", "commit_key", "decode_record", "encode_record", "generation_prefix",
-    "parse_commit_key", "record_checksum", "staging_prefix",
+    "FORMAT_VERSION", "TABLE_OUTPUTS", "commit_key", "decode_record", "encode_record",
+    "generation_prefix", "line_prefixes", "parse_commit_key", "record_checksum", "run_prefixes",
+    "staging_prefix", "table_prefix",
 ]
 
 FORMAT_VERSION = 1
@@ -41,6 +50,8 @@ COMMITS = "commits/"
 LATEST_HINT = "_latest.json"
 GENERATIONS = "generations/"
 STAGING_MARKER = "_staging.json"
+TABLES = "tables/"
+TABLE_OUTPUTS = OUTPUTS      # staged below their table's root (see the module docstring)
 
 _COMMIT_RE = re.compile(r"commits/(\d{8})\.json")
 _STAGING_RE = re.compile(r"v=(\d{8})-([0-9a-f]{12,32})")
@@ -68,6 +79,21 @@ def parse_staging_prefix(name: str) -> tuple[int, str] | None:
 
 def generation_prefix(generation: int) -> str:
     return f"{GENERATIONS}g={generation:06d}"
+
+
+def table_prefix(name: str) -> str:
+    """The root of output ``name``'s table, relative to the pipeline root (no slash)."""
+    return f"{TABLES}{name}"
+
+
+def run_prefixes(staging_key: str) -> list[str]:
+    """Every prefix (with its slash) that holds files of the run staged at ``staging_key``."""
+    return [f"{staging_key}/", *(f"{table_prefix(n)}/{staging_key}/" for n in TABLE_OUTPUTS)]
+
+
+def line_prefixes(line: str) -> list[str]:
+    """Every prefix (with its slash) that holds files of the rebuild line ``line``."""
+    return [f"{line}/", *(f"{table_prefix(n)}/{line}/" for n in TABLE_OUTPUTS)]
 
 
 def _canonical(body: dict[str, Any]) -> bytes:

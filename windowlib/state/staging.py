@@ -42,9 +42,13 @@ class Staging:
         return self.checkpoint._line_key(L.staging_prefix(self.version, self.token))
 
     def key_for(self, name: str) -> str:
+        """Where data set ``name`` is staged: ``{key}/{name}``, or for a table output
+        (``layout.TABLE_OUTPUTS``) ``tables/{name}/{key}``, below its table's root."""
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise DefinitionError(f"staged prefix name {name!r} must match [a-z0-9_]+",
                                   code="NAME_INVALID")
+        if name in L.TABLE_OUTPUTS:
+            return f"{L.table_prefix(name)}/{self.key}"
         return f"{self.key}/{name}"
 
     def uri(self, name: str) -> str:
@@ -55,11 +59,15 @@ class Staging:
 
     def write_json(self, name: str, obj: Any) -> str:
         """Stage a small JSON document ``<staging>/<name>.json``; returns its key."""
-        key = f"{self.key_for(name)}.json"
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name in L.TABLE_OUTPUTS:
+            raise DefinitionError(f"staged document name {name!r} must match [a-z0-9_]+ and "
+                                  "name no output", code="NAME_INVALID")
+        key = f"{self.key}/{name}.json"
         self.checkpoint.pipeline_store.write_bytes(key, json.dumps(obj, sort_keys=True).encode())
         return key
 
     def abort(self) -> int:
         """Delete everything staged (idempotent); returns how many objects were removed."""
         self.state = "aborted"
-        return self.checkpoint.pipeline_store.delete_prefix(self.key + "/")
+        store = self.checkpoint.pipeline_store
+        return sum(store.delete_prefix(prefix) for prefix in L.run_prefixes(self.key))

@@ -1,0 +1,260 @@
+"""Output tables: each output of a pipeline is a Delta table (delta-rs) at
+``{checkpoint}/{pipeline}/tables/{name}/`` (layout: :mod:`windowlib.state.layout`).
+
+Invariants:
+
+- The commit record stays the truth of windowlib's own protocol. A table shows one committed
+  checkpoint version: :meth:`OutputTable.publish` brings it in step with **one** Delta log
+  commit, so a table reader sees the previous or the new version, never a mix. No data moves:
+  the commit registers the Parquet files the run's Spark tasks staged below the table root
+  (sizes and row counts from the commit record) and removes the ones the version no longer
+  shows (a rebuild replaces them all).
+- Monotone and idempotent: every table commit carries the Delta application transaction
+  ``windowlib`` = the checkpoint version it shows (plus ``windowlib.*`` commit metadata). A
+  publish of a version the table already shows, or has passed, does nothing. Commits never
+  retry blindly: when another writer committed first, ours fails, the new snapshot is read and
+  the plan made again, so a slow publisher never undoes a newer one.
+- A schema change (a rebuild with another definition) is one overwrite commit: new schema and
+  files together. Delta's own time travel reads older table versions while their files exist
+  (``gc`` keeps the current generation's outputs; a superseded generation's go after
+  retention).
+- On ``s3://`` delta-rs commits with S3's conditional put (no lock service); credentials are
+  handed to it in memory from :class:`S3Settings`, never logged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from windowlib.core.errors import StateError
+from windowlib.state import layout as L
+from windowlib.state.objectstore import ObjectStore
+from windowlib.state.s3config import S3Settings
+from windowlib.state.uri import Uri
+
+__all__ = ["APP_ID", "META", "OutputTable", "TableFile", "TableSnapshot", "TableState",
+           "snapshot_files"]
+
+APP_ID = "windowlib"        # the Delta application transaction naming the checkpoint version
+META = "windowlib."         # prefix of windowlib's keys in Delta commit info and table properties
+_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """One data file of a table: ``path`` relative to the table root."""
+
+    path: str
+    bytes: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """What a table must show for checkpoint ``version``: exactly ``files``, with ``schema``
+    (a ``pyarrow.Schema``)."""
+
+    version: int
+    generation: int
+    run_id: str
+    files: tuple[TableFile, ...]
+    schema: Any
+
+
+@dataclass(frozen=True)
+class TableState:
+    """A table's current Delta version and the checkpoint version it shows."""
+
+    delta_version: int
+    checkpoint_version: int | None
+    files: int
+
+
+def _unavailable(where: str, exc: BaseException) -> StateError:
+    return StateError(f"output table {where}: {type(exc).__name__}: {exc}",
+                      code="TABLE_UNAVAILABLE")
+
+
+class OutputTable:
+    """The Delta table of output ``name`` of the pipeline rooted at ``pipeline_store``."""
+
+    def __init__(self, pipeline_store: ObjectStore, name: str,
+                 settings: S3Settings | None = None) -> None:
+        if name not in L.TABLE_OUTPUTS:
+            raise StateError(f"unknown table {name!r}; one of {L.TABLE_OUTPUTS}",
+                             code="STATE_INVALID")
+        self.name = name
+        self.location = Uri.parse(pipeline_store.uri_for(L.table_prefix(name)))
+        self.settings = settings
+
+    def __repr__(self) -> str:
+        return f"OutputTable({self.uri!r})"
+
+    @property
+    def uri(self) -> str:
+        """The table's location (``file:///...`` or ``s3://...``): what Delta readers open."""
+        return self.location.uri
+
+    @property
+    def delta_uri(self) -> str:
+        """The location as delta-rs opens it (a local path for ``file://``)."""
+        return self.location.arrow_path if self.location.scheme == "file" else self.location.uri
+
+    def storage_options(self) -> dict[str, str] | None:
+        """delta-rs storage options for ``s3://`` (endpoint, region, credentials)."""
+        if self.location.scheme == "file":
+            return None
+        settings = self.settings if self.settings is not None else S3Settings.resolve()
+        opts = {"AWS_REGION": settings.region or "us-east-1"}
+        if settings.endpoint_url:
+            opts["AWS_ENDPOINT_URL"] = settings.endpoint_url
+            if settings.endpoint_url.startswith("http://"):
+                opts["AWS_ALLOW_HTTP"] = "true"
+        creds = settings.frozen_credentials()
+        if creds is not None:
+            opts["AWS_ACCESS_KEY_ID"], opts["AWS_SECRET_ACCESS_KEY"], token = creds
+            if token:
+                opts["AWS_SESSION_TOKEN"] = token
+        return opts
+
+    def relative(self, file_uri: str) -> str | None:
+        """``file_uri``'s path below the table root, or ``None`` when it is not below it."""
+        root = self.location.uri.rstrip("/") + "/"
+        return file_uri[len(root):] if file_uri.startswith(root) else None
+
+    def file_uri(self, path: str) -> str:
+        return self.location.child(path).uri
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def open(self, *, checkpoint_version: int | None = None, delta_version: int | None = None,
+             as_of: datetime | str | None = None) -> Any:
+        """The ``deltalake.DeltaTable`` (``None`` before the first publish), at its current
+        version, or the one that showed ``checkpoint_version``, or Delta version
+        ``delta_version``, or the one current at ``as_of`` (``TABLE_VERSION_NOT_FOUND``)."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            dt = DeltaTable(self.delta_uri, storage_options=self.storage_options())
+        except TableNotFoundError:
+            return None
+        except Exception as exc:   # delta-rs errors: storage, a damaged log...
+            raise _unavailable(self.uri, exc) from None
+        if checkpoint_version is not None:
+            found = {h.get(f"{META}version"): h["version"] for h in dt.history()}
+            if checkpoint_version not in found:
+                shown = sorted(v for v in found if isinstance(v, int))
+                raise StateError(f"table {self.uri} never showed checkpoint version "
+                                 f"{checkpoint_version} (it showed {shown})",
+                                 code="TABLE_VERSION_NOT_FOUND")
+            delta_version = found[checkpoint_version]
+        target = delta_version if delta_version is not None else as_of
+        if target is not None:
+            try:
+                dt.load_as_version(target)
+            except Exception as exc:
+                raise StateError(f"table {self.uri} has no version {target!r} ({exc})",
+                                 code="TABLE_VERSION_NOT_FOUND") from None
+        return dt
+
+    def state(self, dt: Any = None) -> TableState | None:
+        """Where the table stands (``None`` before the first publish)."""
+        dt = dt if dt is not None else self.open()
+        if dt is None:
+            return None
+        return TableState(dt.version(), dt.transaction_version(APP_ID), len(self.files(dt)))
+
+    def files(self, dt: Any) -> list[TableFile]:
+        """The data files of ``dt``'s loaded version (from its log: no listing)."""
+        import pyarrow as pa
+
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        rows = actions.column("num_records").to_pylist() if "num_records" in \
+            actions.column_names else [None] * actions.num_rows
+        return [TableFile(p, int(b), int(r or 0)) for p, b, r in
+                zip(actions.column("path").to_pylist(),
+                    actions.column("size_bytes").to_pylist(), rows)]
+
+    # -- publishing -------------------------------------------------------------------------
+
+    def publish(self, snapshot: TableSnapshot) -> TableState:
+        """Make the table show ``snapshot`` with one Delta commit (nothing when it already
+        shows that checkpoint version or a newer one). Raises ``TABLE_UNAVAILABLE``."""
+        from deltalake.exceptions import CommitFailedError
+
+        last: BaseException | None = None
+        for _ in range(_ATTEMPTS):
+            dt = self.open()
+            current = self.state(dt)
+            if current is not None and current.checkpoint_version is not None \
+                    and current.checkpoint_version >= snapshot.version:
+                return current
+            try:
+                self._commit(dt, snapshot)
+            except CommitFailedError as exc:    # another writer committed: plan again
+                last = exc
+                continue
+            except Exception as exc:
+                if dt is None and "already exists" in str(exc).lower():
+                    last = exc                  # another writer created it: plan again
+                    continue
+                raise _unavailable(self.uri, exc) from None
+            done = self.state()
+            assert done is not None
+            return done
+        raise _unavailable(self.uri, last or RuntimeError("no attempt made"))
+
+    def _commit(self, dt: Any, snapshot: TableSnapshot) -> None:
+        from deltalake import Schema
+        from deltalake.transaction import (
+            AddAction,
+            CommitProperties,
+            RemoveAction,
+            Transaction,
+            create_table_with_add_actions,
+        )
+
+        now_ms = int(time.time() * 1000)
+        props = CommitProperties(
+            custom_metadata={f"{META}version": snapshot.version,
+                             f"{META}generation": snapshot.generation,
+                             f"{META}run_id": snapshot.run_id},
+            max_commit_retries=0, app_transactions=[Transaction(APP_ID, snapshot.version)])
+        schema = Schema.from_arrow(snapshot.schema)
+
+        def add(f: TableFile) -> AddAction:
+            return AddAction(f.path, f.bytes, {}, now_ms, True, f'{{"numRecords":{f.rows}}}')
+
+        if dt is None:
+            create_table_with_add_actions(
+                self.delta_uri, schema, [add(f) for f in snapshot.files], mode="error",
+                name=self.name, storage_options=self.storage_options(),
+                commit_properties=props)
+            return
+        if dt.schema().to_json() != schema.to_json():
+            dt.create_write_transaction([add(f) for f in snapshot.files], "overwrite", schema,
+                                        commit_properties=props)
+            return
+        present = {f.path for f in self.files(dt)}
+        wanted = {f.path for f in snapshot.files}
+        actions: list[Any] = [add(f) for f in snapshot.files if f.path not in present]
+        actions += [RemoveAction(p, True, now_ms) for p in sorted(present - wanted)]
+        dt.create_write_transaction(actions, "append", schema, commit_properties=props)
+
+
+def snapshot_files(table: OutputTable, uris: Sequence[tuple[str, int, int]]
+                   ) -> tuple[TableFile, ...] | None:
+    """``(uri, bytes, rows)`` of committed files as table files, or ``None`` when one is not
+    below the table root (staged by a windowlib before tables: a rebuild brings the table)."""
+    out = []
+    for uri, size, rows in uris:
+        rel = table.relative(uri)
+        if rel is None:
+            return None
+        out.append(TableFile(rel, size, rows))
+    return tuple(out)
