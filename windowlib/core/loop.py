@@ -121,6 +121,8 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
     else:
         key = tuple(row.get(c) for c in key_columns)
     bad = bool(finite_columns) and non_finite(row, finite_columns)
+    if reason is None and not bad and (horizon is None or ts <= horizon) and None not in key:
+        return None, row, key, ts    # every check of reject_reason passes
     return reject_reason(reason, ts, key, horizon, bad), row, key, ts
 
 
