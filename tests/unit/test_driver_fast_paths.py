@@ -15,6 +15,7 @@ from windowlib.core.pane import PaneInfo, Timing, pane_info
 from windowlib.core.state import ReducingStateDescriptor
 from windowlib.core.triggers.base import PrefixedContext, Trigger, TriggerResult
 from windowlib.engines.reference import ReferenceEngine, _key_order
+from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.unit
 
@@ -143,3 +144,63 @@ def test_a_trigger_without_clear_override_is_local():
             return TriggerResult.FIRE
 
     assert Quiet().clear_is_local()
+
+
+def test_prefixed_context_states_on_the_fly_descriptors_never_collide():
+    driver = KeyDriver(pipeline().compile(), ("a",), Clock(), Sink())
+    driver.process_element({"key": "a", "ts": 1}, 1)
+    root = driver._ctx
+    root.window, root.record = next(iter(driver.records.items()))
+    early = PrefixedContext.of(root, "early")
+    for i in range(300):   # built and dropped one by one: ids may repeat, names must not
+        early.get_state(ReducingStateDescriptor(f"s{i}", operator.add)).add(i)
+    assert root.record.trigger_state == {f"trigger.early/s{i}": i for i in range(300)}
+
+
+class Totals(wl.AggregateFunction):
+    """An aggregate whose result is a plain number (a ``result`` column) until it fails."""
+
+    def create_accumulator(self):
+        return 0
+
+    def add(self, value, accumulator):
+        return accumulator + value["v"]
+
+    def merge(self, a, b):
+        return a + b
+
+    def get_result(self, accumulator):
+        if accumulator > 100:
+            raise ValueError("too big")
+        return accumulator
+
+
+def _totals_pipeline(aggregate) -> wl.Pipeline:
+    return (wl.Pipeline("totals", timestamp="ts").key_by("key")
+            .window(wl.TumblingEventTimeWindows.of(10)).aggregate(aggregate))
+
+
+def test_accumulator_results_keep_rows_and_coded_failures():
+    bundles = [Bundle([{"key": "a", "ts": 1, "v": 2}, {"key": "a", "ts": 2, "v": 3},
+                                  {"key": "b", "ts": 3, "v": 101}])]
+    out = run_bundles(_totals_pipeline(wl.aggregates.sum("v")), bundles[:1],
+                                 finalize=True)
+    assert [(r["key"], r["sum_v"]) for r in out] == [("a", 5), ("b", 101)]
+    bundles_ok = [Bundle(bundles[0].elements[:2])]
+    out = run_bundles(_totals_pipeline(Totals()), bundles_ok, finalize=True)
+    assert [(r["key"], r["result"]) for r in out] == [("a", 5)]
+    with pytest.raises(wl.ExecutionError) as err:
+        run_bundles(_totals_pipeline(Totals()), bundles, finalize=True)
+    assert err.value.code == "FUNCTION_FAILED"
+    assert "Totals" in str(err.value) and "ValueError: too big" in str(err.value)
+
+
+def test_add_or_create_equals_create_then_add():
+    aggs = wl.aggregates.AggregateSet([wl.aggregates.sum("x"), wl.aggregates.count(),
+                                       wl.aggregates.max("x")])
+    rows = [({"x": 4}, 1), ({"x": None}, 2), ({"x": 9}, 3)]
+    acc, fresh = None, aggs.create_accumulator()
+    for row, ts in rows:
+        acc = aggs.add_or_create(acc, row, ts)
+        fresh = aggs.add(fresh, row, ts)
+    assert acc == fresh and aggs.get_result(acc) == {"sum_x": 13, "count": 3, "max_x": 9}

@@ -304,6 +304,14 @@ class AggregateSet:
             acc[i] = add(acc[i], row, ts_ms)
         return acc
 
+    def add_or_create(self, acc: list | None, row: dict, ts_ms: int) -> list:
+        """``add`` to ``acc``, or to a new accumulator when ``acc`` is ``None``."""
+        if acc is None:
+            acc = [k.create() for k in self._kinds]
+        for i, add in self._adders:
+            acc[i] = add(acc[i], row, ts_ms)
+        return acc
+
     def merge(self, a: list, b: list) -> list:
         return [k.merge(x, y) for k, x, y in zip(self._kinds, a, b)]
 

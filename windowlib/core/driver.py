@@ -61,6 +61,10 @@ class KeyDriver(SessionMerging):
         self.merging: dict[Any, Any] | None = {} if logic.merging else None
         self.timers: dict[str, dict[tuple[int, Any], set[str]]] = {EVENT: {}, PROCESSING: {}}
         self.heaps: dict[str, list[tuple[int, Any]]] = {EVENT: [], PROCESSING: []}
+        # the same containers, without the lookup by domain on hot paths
+        self._event_heap, self._processing_heap = self.heaps[EVENT], self.heaps[PROCESSING]
+        self._event_timers = self.timers[EVENT]
+        self._processing_timers = self.timers[PROCESSING]
         self.global_state: dict = {}
         self._ctx = WindowTriggerContext(self)  # after clock and timers: it keeps them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
@@ -96,6 +100,18 @@ class KeyDriver(SessionMerging):
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
+    def next_timers(self) -> tuple[int | None, int | None]:
+        """``(next_timer(EVENT), next_timer(PROCESSING))`` in one call (stale heap entries
+        dropped on the way)."""
+        heap, timers = self._event_heap, self._event_timers
+        while heap and heap[0] not in timers:
+            heapq.heappop(heap)
+        te = heap[0][0] if heap else None
+        heap, timers = self._processing_heap, self._processing_timers
+        while heap and heap[0] not in timers:
+            heapq.heappop(heap)
+        return te, (heap[0][0] if heap else None)
+
     def _advance(self, domain: str, now: int, clock_value: int) -> None:
         heap, timers = self.heaps[domain], self.timers[domain]
         # The runaway guard counts every timer fired while the clock stands at one value,
@@ -124,16 +140,22 @@ class KeyDriver(SessionMerging):
     def advance_processing_time(self, until: int | None = None) -> None:
         """Step 1: fire processing-time timers up to ``clock.processing_time`` (or ``until``,
         when an engine interleaves keys in global timer order)."""
-        if self.heaps[PROCESSING]:
+        heap = self._processing_heap
+        if heap:
             now = self.clock.processing_time
-            self._advance(PROCESSING, now if until is None else min(until, now), now)
+            limit = now if until is None or until > now else until
+            if heap[0][0] <= limit:
+                self._advance(PROCESSING, limit, now)
 
     def advance_watermark(self, until: int | None = None) -> None:
         """Step 3: fire event-time timers up to ``clock.watermark`` (or ``until``), cleanup
         included."""
-        if self.heaps[EVENT]:
+        heap = self._event_heap
+        if heap:
             now = self.clock.watermark
-            self._advance(EVENT, now if until is None else min(until, now), now)
+            limit = now if until is None or until > now else until
+            if heap[0][0] <= limit:
+                self._advance(EVENT, limit, now)
 
     def _on_timer(self, domain: str, time: int, window: Any) -> None:
         record = self.records.get(window)
@@ -158,12 +180,15 @@ class KeyDriver(SessionMerging):
         """Step 2 for one element. Returns False when it was dropped for every window (it is
         then sent to the late output)."""
         plan = self._plan
-        watermark = self.clock.watermark
+        clock = self.clock
+        watermark = clock.watermark
         lateness, event_time = plan.lateness_ms, plan.event_time
         kept = False
         merging = self.merging
         records, contents = self.records, self.contents
-        for window in plan.assign(row, ts_ms, self.clock.processing_time):
+        ctx = self._ctx
+        on_element, runner_add = plan.on_element, plan.runner_add
+        for window in plan.assign(row, ts_ms, clock.processing_time):
             if merging is not None:
                 window = self._add_merging_window(window)
                 cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
@@ -184,23 +209,22 @@ class KeyDriver(SessionMerging):
             if new:
                 record = records[window] = WindowRecord()
             try:
-                contents[state_window] = plan.runner_add(contents.get(state_window), row, ts_ms)
+                contents[state_window] = runner_add(contents.get(state_window), row, ts_ms)
             except WindowlibError:
                 raise
             except Exception as exc:        # the user's reduce/aggregate/fold
                 raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
             record.pending = True
-            ctx = self._ctx
             ctx.window, ctx.record = window, record
-            result = plan.on_element(row, ts_ms, window, ctx)
+            result = on_element(row, ts_ms, window, ctx)
             if result is not _CONTINUE:
                 self._act(window, record, result, None, 0)
-            if cleanup_at != MAX_TS and (new or merging is not None):
+            if (new or merging is not None) and cleanup_at != MAX_TS:
                 owners = self.timers[plan.domain].get((cleanup_at, window))
                 if owners is None or "cleanup" not in owners:
                     self.timer_op(plan.domain, cleanup_at, "cleanup", True, window, record)
         if not kept:
-            self.sink.late_element(row, self.clock.watermark)
+            self.sink.late_element(row, clock.watermark)
         return kept
 
     # --- firing ---------------------------------------------------------------------------
@@ -236,7 +260,8 @@ class KeyDriver(SessionMerging):
         is_last = end_of_input or (by_clock and cause_time == cleanup_time(
             max_ts, plan.lateness_ms, plan.event_time))
         index = record.pane_index
-        context = Context(self, window, record, pane_info(index, timing, is_last))
+        context = Context(self, window, record, pane_info(index, timing, is_last)) \
+            if plan.needs_context else None
         runner = logic.runner
         evictor = logic.evictor
         if evictor is not None:
@@ -321,11 +346,14 @@ class KeyDriver(SessionMerging):
             ctx = self._ctx
             ctx.window, ctx.record = window, record
             self.logic.trigger.clear(window, ctx)
-        self._drop_timers(window, record)
-        state_window = self._state_window(window)
-        self.contents.pop(state_window, None)
-        if self.merging is not None:
-            self.merging.pop(window, None)
+        if record.timers:
+            self._drop_timers(window, record)
+        merging = self.merging
+        if merging is None:
+            self.contents.pop(window, None)
+        else:
+            self.contents.pop(merging[window], None)
+            merging.pop(window, None)
         if plan.runner_clear is not None:
             plan.runner_clear(self.key_arg, Context(self, window, record, None))
 

@@ -94,8 +94,8 @@ class DriverPlan:
     object (bound methods and flags instead of attribute chains per element)."""
 
     __slots__ = ("assign", "discarding", "domain", "event_time", "lateness_ms", "logic",
-                 "on_element", "on_event_time", "on_processing_time", "retracting",
-                 "runner_add", "runner_clear", "skip_trigger_clear")
+                 "needs_context", "on_element", "on_event_time", "on_processing_time",
+                 "retracting", "runner_add", "runner_clear", "skip_trigger_clear")
 
     def __init__(self, logic: PipelineLogic) -> None:
         self.logic = logic
@@ -115,6 +115,8 @@ class DriverPlan:
         runner = logic.runner
         self.runner_add = runner.add
         self.runner_clear = runner.clear if runner.needs_clear else None
+        # a firing builds the function's ``Context`` only when something reads it
+        self.needs_context = runner.uses_context or logic.evictor is not None
 
 
 _PLANS: dict[int, DriverPlan] = {}

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
+from windowlib.core.driver import Clock, KeyDriver, Sink
 from windowlib.core.errors import InputError, StateError
 from windowlib.core.time import (
     EVENT_TIME_END_MS,
@@ -121,6 +121,8 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
     else:
         key = tuple(row.get(c) for c in key_columns)
     bad = bool(finite_columns) and non_finite(row, finite_columns)
+    if reason is None and not bad and (horizon is None or ts <= horizon) and None not in key:
+        return None, row, key, ts    # every check of reject_reason passes
     return reject_reason(reason, ts, key, horizon, bad), row, key, ts
 
 
@@ -231,7 +233,10 @@ class KeyWalk:
         self.b, self.phase, self.sub = 0, PHASE_ELEMENTS, 0
 
     def _drop_if_empty(self) -> None:
-        if self.driver is not None and self.driver.is_empty():
+        driver = self.driver
+        # KeyDriver.is_empty, inlined: this runs after every step of every key
+        if driver is not None and not driver.records and not driver.contents \
+                and not driver.global_state:
             self.driver = None
 
     def _enter(self, b: int, phase: int) -> None:
@@ -263,7 +268,8 @@ class KeyWalk:
         """Fire the key's timers of step ``phase`` (``PHASE_TIMERS_PT`` or
         ``PHASE_TIMERS_WM``) of bundle ``b`` up to ``until``: for engines that interleave keys
         in global timer order. ``close_bundle`` ends the bundle."""
-        self._begin(b)
+        if self.b_open != b:
+            self._begin(b)
         self._enter(b, phase)
         if self.driver is not None:
             if phase == PHASE_TIMERS_PT:
@@ -298,7 +304,7 @@ class KeyWalk:
         lo, times = self.b_next, self.times
         while lo < end and self.driver is not None:
             driver = self.driver
-            te, tp = driver.next_timer(EVENT), driver.next_timer(PROCESSING)
+            te, tp = driver.next_timers()
             if te is None and tp is None:
                 break
             j = times.first_due(lo, end, te, tp)
@@ -319,7 +325,7 @@ class KeyWalk:
         """``(event timer, processing timer)``: the key's earliest timers (``None``: none)."""
         if self.driver is None:
             return None, None
-        return self.driver.next_timer(EVENT), self.driver.next_timer(PROCESSING)
+        return self.driver.next_timers()
 
     def finish(self) -> None:
         """End of input after the last bundle: everything fires and is cleaned up."""

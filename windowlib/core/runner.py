@@ -77,6 +77,8 @@ class FunctionRunner:
         self.result_type = spec.result_type
         self.side_types = spec.side_types
         self.buffered = buffered or not spec.incremental
+        # whether ``results`` reads its ``context`` (a process function sees the pane)
+        self.uses_context = spec.kind == "process" or spec.process_fn is not None
         self._create, self._add, self._merge, self._result = self._incremental_ops(spec)
         if not self.buffered:
             create, add = self._create, self._add
@@ -85,6 +87,11 @@ class FunctionRunner:
                 return add(create() if contents is None else contents, row, ts_ms)
 
             self.add = add_incremental  # type: ignore[method-assign]
+            if spec.kind == "declarative":
+                self.add = spec.fn.add_or_create  # type: ignore[method-assign]
+        if (spec.kind in ("declarative", "aggregate") and not self.buffered
+                and spec.process_fn is None and self.result_type is None):
+            self.results = self._accumulator_results  # type: ignore[method-assign]
 
     @staticmethod
     def _incremental_ops(spec: FunctionSpec) -> tuple[Callable, Callable, Callable, Callable]:
@@ -132,7 +139,8 @@ class FunctionRunner:
         return acc
 
     # --- results --------------------------------------------------------------------------
-    def results(self, key: Any, window: Any, context: Context, contents: Any) -> list[dict]:
+    def results(self, key: Any, window: Any, context: Context | None, contents: Any
+                ) -> list[dict]:
         """Result rows for one firing, conformed to the declared type when there is one.
         ``contents`` is an accumulator, or the element list (after ``evict_before``) when
         buffered; ``None`` for an empty pane. A failing function is ``FUNCTION_FAILED``."""
@@ -147,6 +155,18 @@ class FunctionRunner:
             return rows
         what = f"a result row of {function_name(self.spec.producer)}"
         return [conform(row_type, row, what, key, window) for row in rows]
+
+    def _accumulator_results(self, key: Any, window: Any, context: Context | None,
+                             contents: Any) -> list[dict]:
+        """``results`` of an accumulator that is its own result (declarative or aggregate
+        functions with no process function and no declared type): the same rows, fewer
+        steps."""
+        try:
+            return [_single(self._result(self._create() if contents is None else contents))]
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise function_failed(self.spec.producer, key, window, exc) from exc
 
     def side_value(self, tag: OutputTag | str, value: Any, key: Any, window: Any
                    ) -> tuple[str, Any]:
@@ -165,7 +185,8 @@ class FunctionRunner:
             return name, value
         return name, conform(row_type, value, f"a value of side output {name!r}", key, window)
 
-    def _results(self, key: Any, window: Any, context: Context, contents: Any) -> list[dict]:
+    def _results(self, key: Any, window: Any, context: Context | None, contents: Any
+                 ) -> list[dict]:
         spec = self.spec
         if spec.kind == "apply":
             values = [e.value for e in contents or ()]

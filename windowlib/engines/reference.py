@@ -150,7 +150,9 @@ class ReferenceEngine:
                 walk.open_bundle(b)
             if ts > max_event_ts:
                 max_event_ts = ts
-            if not walk.process(row, ts):
+            driver = walk.driver
+            if not (walk.process(row, ts) if driver is None else
+                    driver.process_element(row, ts)):
                 stats.late += 1
         self.max_event_ts = max_event_ts
 
@@ -170,9 +172,11 @@ class ReferenceEngine:
             return
         self._scheduled[key] = due
         order = _key_order(key)
-        for domain, t in zip(("event", "processing"), due):
-            if t is not None:
-                heapq.heappush(self._due[domain], (t, order, key))
+        te, tp = due
+        if te is not None:
+            heapq.heappush(self._due["event"], (te, order, key))
+        if tp is not None:
+            heapq.heappush(self._due["processing"], (tp, order, key))
 
     def _fire_due(self, domain: str, now: int, b: int, touched: dict[tuple, KeyWalk]) -> None:
         """Fire the due ``domain`` timers of all keys in ascending time (ties: key order), one
@@ -180,15 +184,15 @@ class ReferenceEngine:
         restores. Stale heap entries (the timer moved or went away) are skipped."""
         heap = self._due[domain]
         phase = PHASE_TIMERS_WM if domain == "event" else PHASE_TIMERS_PT
-        index = 0 if domain == "event" else 1
+        walks, scheduled, pop = self.walks, self._scheduled, heapq.heappop
         while heap and heap[0][0] <= now:
-            t, _, key = heapq.heappop(heap)
-            walk = self.walks.get(key)
-            if walk is None or walk.next_due()[index] != t:
+            t, _, key = pop(heap)
+            walk = walks.get(key)
+            if walk is None or walk.driver is None or walk.driver.next_timer(domain) != t:
                 continue
             walk.fire_at(b, phase, until=t)
             touched[key] = walk
-            self._scheduled.pop(key, None)
+            scheduled.pop(key, None)
             self._schedule(key)
 
     def _count_new_firings(self) -> None:
@@ -246,7 +250,11 @@ class ReferenceEngine:
 def _key_order(key: tuple) -> str:
     """A total, process-independent order of keys (timers due at the same time fire in it)."""
     # cached only for str/int keys: equal keys of other types (1, 1.0, True) encode apart
-    cacheable = all(type(v) is str or type(v) is int for v in key)
+    if len(key) == 1:
+        t = type(key[0])
+        cacheable = t is str or t is int
+    else:
+        cacheable = all(type(v) is str or type(v) is int for v in key)
     if cacheable:
         order = _KEY_ORDERS.get(key)
         if order is not None:

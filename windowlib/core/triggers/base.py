@@ -147,12 +147,25 @@ class PrefixedContext:
     child state the same way).
     """
 
-    __slots__ = ("_owner", "_parent", "prefixed_children")
+    __slots__ = ("_descriptors", "_owner", "_parent", "prefixed_children")
 
     def __init__(self, parent: Any, prefix: str) -> None:
         self._parent = parent._parent if isinstance(parent, PrefixedContext) else parent
         self._owner = f"{getattr(parent, 'owner', 'trigger')}.{prefix}"
         self.prefixed_children: dict[str, PrefixedContext] = {}
+        # id(descriptor) -> (descriptor, its prefixed form): the descriptor is kept alive with
+        # its entry, so an id is never reused while cached
+        self._descriptors: dict[int, tuple[StateDescriptor, StateDescriptor]] = {}
+
+    def _prefixed(self, descriptor: StateDescriptor) -> StateDescriptor:
+        entry = self._descriptors.get(id(descriptor))
+        if entry is not None and entry[0] is descriptor:
+            return entry[1]
+        out = descriptor.prefixed(self._owner)
+        if len(self._descriptors) >= 256:
+            self._descriptors.clear()  # descriptors built on the fly must not grow it forever
+        self._descriptors[id(descriptor)] = (descriptor, out)
+        return out
 
     @classmethod
     def of(cls, parent: Any, prefix: str) -> PrefixedContext:
@@ -195,10 +208,10 @@ class PrefixedContext:
         self._parent.timer_op(domain, time, owner, register)
 
     def get_state(self, descriptor: StateDescriptor) -> Any:
-        return self._parent.get_state(descriptor.prefixed(self._owner))
+        return self._parent.get_state(self._prefixed(descriptor))
 
     def merge_partitioned_state(self, descriptor: StateDescriptor) -> None:
-        self._parent.merge_partitioned_state(descriptor.prefixed(self._owner))
+        self._parent.merge_partitioned_state(self._prefixed(descriptor))
 
     @property
     def window(self) -> Any:
