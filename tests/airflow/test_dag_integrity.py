@@ -9,7 +9,7 @@ import itertools
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -239,3 +239,33 @@ def test_spark_remote_is_spark_remote_else_the_spark_connect_connection(monkeypa
     assert spark_remote() == "sc://127.0.0.1:15002/"
     monkeypatch.setenv("SPARK_REMOTE", "sc://spark-connect.internal:15002")
     assert spark_remote() == "sc://spark-connect.internal:15002"
+
+
+@pytest.mark.parametrize("schedule, after, interval", [
+    # weekdays at 09:00: Friday's run covers the weekend, up to Monday 09:00
+    ("0 9 * * MON-FRI", datetime(2024, 3, 4, 9, 30, tzinfo=UTC),
+     (datetime(2024, 3, 1, 9, tzinfo=UTC), datetime(2024, 3, 4, 9, tzinfo=UTC))),
+    ("@hourly", datetime(2024, 3, 1, 5, 17, tzinfo=UTC),
+     (datetime(2024, 3, 1, 4, tzinfo=UTC), datetime(2024, 3, 1, 5, tzinfo=UTC))),
+    ("@quarterly", datetime(2024, 5, 2, tzinfo=UTC),
+     (datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 4, 1, tzinfo=UTC))),
+])
+def test_any_airflow_schedule_still_gives_the_dag_data_intervals(schedule, after, interval):
+    """Presets and names (``@hourly``, ``MON-FRI``) build a DAG whose runs have real data
+    intervals (the scheduler's form of the timetable), and a run scans their partitions."""
+    import dataclasses
+
+    import pendulum
+    from _windowlib_factory import build_dag
+    from airflow.serialization.encoders import coerce_to_core_timetable
+
+    from jobs.registry import get
+
+    job = dataclasses.replace(get("clickstream_demo"), schedule=schedule)
+    dag = build_dag(job)
+    core = coerce_to_core_timetable(dag.timetable)
+    found = core.infer_manual_data_interval(run_after=pendulum.instance(after))
+    assert (found.start, found.end) == interval
+    first, last = job.partition_range(found.start, found.end, lookback=0)
+    assert (first, last) == (job.partition_value(interval[0]),
+                             job.partition_value(interval[1] - timedelta(microseconds=1)))
