@@ -28,6 +28,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +178,7 @@ class PipelineJob:
     tags: tuple[str, ...] = ()
     owner: str = "windowlib"
     retain_versions: int = 3
+    run_deadline: timedelta | None = None   # Airflow deadline alert; None: 2 h after queued
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -224,6 +226,10 @@ class PipelineJob:
             raise DefinitionError(f"job {self.name!r}: retain_versions must be an int >= 1 "
                                   "(how many recent versions keep their state snapshots)",
                                   code="ARGUMENT_INVALID")
+        if self.run_deadline is not None and (not isinstance(self.run_deadline, timedelta)
+                                              or self.run_deadline <= timedelta(0)):
+            raise DefinitionError(f"job {self.name!r}: run_deadline must be a positive "
+                                  "datetime.timedelta (or None)", code="ARGUMENT_INVALID")
         object.__setattr__(self, "tags", tuple(self.tags))
 
     # --- locations ------------------------------------------------------------------------
