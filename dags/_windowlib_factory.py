@@ -273,8 +273,7 @@ def do_plan(name: str, context: Any) -> dict[str, Any] | None:
 
     job = get_job(name)
     root = resolve_root(context.get("params"))
-    start, end = interval_of(context, job)
-    first, last = job.partition_range(start, end)
+    first, last = partitions_of(context, job)
     base = run_key(context["dag"].dag_id, context["dag_run"].run_id)
     plan = plan_job(job, root, partitions=(first, last), run_id=base)
     plan["run_id"] = key_on(base, plan["parent_version"])
@@ -460,7 +459,8 @@ def _backfill(context: Any) -> dict[str, Any]:
     p = context["params"]
     job = get_job(p["pipeline"])
     root = resolve_root(p)
-    first, last, mode = p["first"], p["last"], p["mode"]
+    first = p.get("first") or p.get("last") or last_complete_partition(job)
+    last, mode = p.get("last") or first, p["mode"]
     pattern = _PARTITION_RE.get(job.partition_format)
     for what, value in (("first", first), ("last", last)):
         if pattern and not re.fullmatch(pattern, str(value)):
@@ -558,15 +558,61 @@ def doc_md(job: Any) -> str:
         json.dumps(d["pipeline"], indent=2, sort_keys=True, default=str), "```"])
 
 
-def _params() -> dict[str, Param]:
+_PARTITION_PARAM = {"YYYY-MM-DDTHH": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$",
+                    "YYYY-MM-DD": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
+
+
+def last_complete_partition(job: Any, now: datetime | None = None) -> str:
+    """The pipeline's last complete partition before ``now``: the last full hour or day (its
+    Params' effective default)."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    step = timedelta(days=1) if job.partition_step == "day" else timedelta(hours=1)
+    if job.partition_step == "day":
+        end = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    else:
+        end = now.replace(minute=0, second=0, microsecond=0)
+    return job.partition_value(end - step)
+
+
+def _params(job: Any) -> dict[str, Param]:
+    """The Params form of a pipeline DAG: titled, described, per pipeline (partition format and
+    step). ``first``/``last`` default to empty = the pipeline's last complete hour/day at run
+    time (a concrete date default would change the serialized DAG, hence its version, every
+    hour); scheduled and backfill runs use their data interval and ignore them."""
+    step, fmt = job.partition_step, job.partition_format
+    pattern = _PARTITION_PARAM[fmt]
     return {
-        "root": Param(None, type=["null", "string"], pattern=_ROOT_PATTERN,
+        "root": Param(None, type=["null", "string"], pattern=_ROOT_PATTERN, title="Lake root",
                       description="Lake root URI (file:///... or s3://bucket/prefix); empty: "
                                   "$WINDOWLIB_ROOT or the project's .local/lake"),
-        "publish_on_failure": Param(False, type="boolean",
-                                    description="Publish even when the audit fails "
-                                                "(recorded in the commit)"),
+        "publish_on_failure": Param(False, type="boolean", title="Publish on failed audit",
+                                    description="Publish even when the Great Expectations "
+                                                "audit fails (recorded in the commit)"),
+        "first": Param(None, type=["null", "string"], pattern=pattern,
+                       title=f"First {step} (manual runs)",
+                       description=f"First {job.source.partition} partition ({fmt}) a manual "
+                                   f"run scans; empty: the last complete {step} before the run"),
+        "last": Param(None, type=["null", "string"], pattern=pattern,
+                      title=f"Last {step} (manual runs)",
+                      description=f"Last {job.source.partition} partition ({fmt}), inclusive; "
+                                  "empty: the same as first"),
     }
+
+
+def partitions_of(context: Any, job: Any) -> tuple[str, str]:
+    """The partitions a pipeline DAG run scans: the ``first``/``last`` Params of a manual run
+    when given, else its data interval plus the job's lookback (``interval_of``)."""
+    params = context.get("params") or {}
+    run = context.get("dag_run")
+    manual = str(getattr(run, "run_type", "")).lower().endswith("manual")
+    first, last = params.get("first"), params.get("last")
+    if manual and (first or last):
+        first, last = first or last, last or first
+        if first > last:
+            raise AirflowFailException(f"first partition {first} is after last {last}")
+        return first, last
+    start, end = interval_of(context, job)
+    return job.partition_range(start, end)
 
 
 def build_dag(job: Any) -> DAG:
@@ -579,7 +625,7 @@ def build_dag(job: Any) -> DAG:
              start_date=start, end_date=end, catchup=True, max_active_runs=1,
              default_args=default_args(job), tags=["windowlib", *job.tags],
              doc_md=doc_md(job), description=(job.description or name)[:200],
-             params=_params(), deadline=deadline_alert(name, getattr(job, "run_deadline", None))
+             params=_params(job), deadline=deadline_alert(name, getattr(job, "run_deadline", None))
              ) as dag:
 
         @task.short_circuit(task_id="plan", multiple_outputs=False)
