@@ -101,6 +101,8 @@ def airflow_env(home: Path, port: int = 8080, root: str | None = None,
     env.update({
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str((dags or REPO / "dags").resolve()),
+        # the windowlib_links plugin: run report and Data Docs one click from a DAG run
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "dags" / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",

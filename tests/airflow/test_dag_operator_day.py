@@ -149,3 +149,32 @@ def test_backfill_dag_regenerates_the_report_and_emits_the_output_asset_event(
     assert "Skipping registering function" not in first_log + log + caplog.text
     assert [line.split(":")[0] for line in lines] == [
         "windowlib backfill clickstream_demo", "windowlib report clickstream_demo"], lines
+
+    # the UI's links (windowlib_links plugin): the report and the Data Docs of these runs,
+    # served by the API server; anonymous requests are refused
+    _links_serve_the_report_and_data_docs(scheduled, dr, page)
+
+
+def _links_serve_the_report_and_data_docs(scheduled, backfill, page: str) -> None:
+    import windowlib_links as links
+    from fastapi import HTTPException
+    from fastapi.testclient import TestClient
+
+    assert TestClient(links.app).get(
+        f"/report/{scheduled.dag_id}/{scheduled.run_id}").status_code == 401
+    for run in (scheduled, backfill):
+        served = links.report(run.dag_id, run.run_id)
+        assert served.media_type.startswith("text/html") and served.body.decode() == page
+        to_docs = links.docs_of_run(run.dag_id, run.run_id)
+        assert to_docs.headers["location"].startswith("/windowlib/files/clickstream_demo/"
+                                                      "index.html?")
+        index = links.docs_file("clickstream_demo", "index.html", run=run.run_id,
+                                dag=run.dag_id)
+        assert index.media_type == "text/html" and b"<html" in index.body.lower()
+    for bad in ("../reports/clickstream_demo.html", "a/%2e%2e/b", "/etc/passwd", ""):
+        with pytest.raises(HTTPException) as refused:
+            links.docs_file("clickstream_demo", bad.replace("%2e", "."))
+        assert refused.value.status_code == 400
+    with pytest.raises(HTTPException) as refused:
+        links.report("windowlib_maintenance", backfill.run_id)
+    assert refused.value.status_code == 404

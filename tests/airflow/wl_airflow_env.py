@@ -37,7 +37,7 @@ AIRFLOW_ENV = {
 os.environ.update(AIRFLOW_ENV)
 for _name in ("SPARK_REMOTE", "WINDOWLIB_SPARK_CONN_ID", "WINDOWLIB_REGISTRY"):
     os.environ.pop(_name, None)
-for _path in (str(DAGS), str(HERE)):
+for _path in (str(DAGS), str(DAGS / "plugins"), str(HERE)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
