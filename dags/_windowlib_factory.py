@@ -40,6 +40,15 @@ Invariants:
   ``WINDOWLIB_SPARK_CONNECT_CONN_ID`` names an Airflow ``spark_connect`` connection (its URL is
   then exported as ``SPARK_REMOTE`` for the rest of the task process); otherwise an
   in-process local SparkSession. Resolved at run time, never at parse time.
+* Every task body runs in ``task_scope()`` (``_windowlib_ops``): library noise below INFO and
+  one ``windowlib <stage> <pipeline>:`` line per stage, S3 through ``$WINDOWLIB_AWS_CONN_ID``'s
+  connection when set, user errors failing fast. Each task returns ONE small XCom object
+  (``multiple_outputs=False``; ``small_summary``). Every task's failure goes to the notifier;
+  every pipeline DAG has a deadline alert (``job.run_deadline``).
+* Output Asset events: ``publish`` (outlet ``output_asset(job)``) and ``windowlib_backfill``'s
+  ``backfill`` (outlet alias ``windowlib_backfill_outputs``, resolved to the same Asset) emit
+  the same ``extra`` (``asset_extra``) for a published version; both are followed by a
+  ``report`` task regenerating the pipeline's HTML report.
 * With ``WINDOWLIB_SPARK_CONN_ID`` set at parse time, ``run`` is a ``SparkSubmitOperator`` that
   submits ``jobs/run_pipeline.py`` (which stages, audits with the job's GX suite and publishes
   in one Spark application, under the plan's idempotency key) and the DAG is
@@ -169,6 +178,16 @@ def output_asset(job_or_name: Any) -> Asset:
     job = get_job(job_or_name) if isinstance(job_or_name, str) else job_or_name
     _, output = job.locations(registry_module().default_root())
     return Asset(name=f"windowlib_{job.name}_output", uri=output, group="windowlib")
+
+
+def committed_new_version(summary: dict[str, Any]) -> bool:
+    """Whether a run summary committed a new version now (an output Asset event is due):
+    ``RunStatus.PUBLISHED`` or ``REBUILD_PUBLISHED`` — not ``ALREADY_PUBLISHED``, a dry run,
+    nothing new or blocked."""
+    from windowlib.runs.protocol import RunStatus
+
+    status = summary.get("status")
+    return status in (RunStatus.PUBLISHED, RunStatus.REBUILD_PUBLISHED)
 
 
 def asset_extra(job: Any, root: str, summary: dict[str, Any]) -> dict[str, Any]:
@@ -446,7 +465,7 @@ def backfill_task(context: Any) -> dict[str, Any]:
     message; failures propagate (retried)."""
     with task_scope():
         summary = _backfill(context)
-    if summary.get("status") == "published":
+    if committed_new_version(summary):
         job = get_job(summary["pipeline"])
         context["outlet_events"][AssetAlias(BACKFILL_ALIAS)].add(
             output_asset(job), extra=asset_extra(job, summary["root"], summary))
@@ -662,7 +681,7 @@ def build_dag(job: Any) -> DAG:
             flag = bool(context["params"].get("publish_on_failure"))
             with task_scope():
                 summary = do_publish(name, audited, publish_on_failure=flag)
-            if summary.get("status") == "published":
+            if committed_new_version(summary):
                 context["outlet_events"][asset].extra = asset_extra(
                     get_job(name), audited["root"], summary)
             return summary

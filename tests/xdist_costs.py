@@ -45,12 +45,14 @@ COST_S: dict[str, float] = {
     "tests/jobs/test_demo.py": 260,
     "tests/airflow/test_conflict_recovery.py": 240,
     "tests/airflow/test_dag_runs.py": 220,
+    "tests/airflow/test_dag_operator_day.py": 200,    # a scheduled run and a backfill DAG run
     "tests/spark/test_incremental_s3.py": 200,
     "tests/spark/test_general_differential.py": 170,
     "tests/airflow/test_dag_integrity.py": 165,
     "tests/spark/test_incremental_concurrency.py": 160,
     "tests/airflow/test_dag_connect.py": 150,
     "tests/airflow/test_dag_runs_s3.py": 120,
+    "tests/airflow/test_dag_connections.py": 75,      # SeaweedFS + the maintenance DAG
     "tests/airflow/test_dag_spark_submit.py": 90,     # one spark-submit application
     "tests/docs/test_docs_examples.py": 105,
     "tests/spark/test_incremental.py": 100,
