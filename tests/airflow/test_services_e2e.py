@@ -18,7 +18,7 @@ two-hour synthetic lake and the test registry ``wl_single_registry`` (two pipeli
   at ERROR;
 * a browser test: headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright,
   which never downloads a browser) logs in, opens the backfill DAG's Trigger dialog, fills the
-  Params form and starts a real backfill (a rebuild); once the REST API shows it succeeded
+  Params form and starts a real backfill (over a re-delivered file); once the REST API shows it succeeded
   with the typed values as its conf, the DAG run page's "windowlib report" tab shows the
   regenerated report naming this run, its "Data Docs" tab opens GX's Data Docs, and the
   pipeline's output Asset page lists the backfill's event (screenshots under the test's tmp
@@ -318,17 +318,40 @@ def _login(page, services, next_path: str) -> None:
     page.wait_for_url(f"**{next_path}")
 
 
+def _land_redelivery(services, partition: str) -> None:
+    """A re-delivered file in an existing partition of the services' lake."""
+    from datetime import UTC, timedelta
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.synthetic import DATA_PATH
+    from windowlib.state.uri import Uri
+
+    start = datetime.strptime(partition, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+    n = 12
+    table = pa.table({
+        "event_id": pa.array([3_000_000_000 + i for i in range(n)], pa.int64()),
+        "key": pa.array([f"user{i % 3}" for i in range(n)], pa.string()),
+        "ts": pa.array([start + timedelta(minutes=40 + i) for i in range(n)],
+                       pa.timestamp("ms", tz="UTC")),
+        "value": pa.array([5] * n, pa.int64())})
+    lake = Path(Uri.parse(services.env["WINDOWLIB_ROOT"]).arrow_path)
+    pq.write_table(table, lake / DATA_PATH / f"arrival_hour={partition}" / "redelivered-ui.parquet")
+
+
 def test_browser_backfill_from_the_form_updates_the_report_asset_and_links(services, tmp_path):
-    """Issue 17: a real backfill (a rebuild, published) triggered from the UI form; then, in
-    the browser, the DAG run's "windowlib report" link shows the regenerated report naming
-    this run, its "Data Docs" link opens GX's Data Docs, and the pipeline's output Asset lists
-    the backfill's event."""
+    """Issue 17: a real backfill (incremental, over a re-delivered file) triggered from the UI
+    form; then, in the browser, the DAG run's "windowlib report" link shows the regenerated
+    report naming this run, its "Data Docs" link opens GX's Data Docs, and the pipeline's
+    output Asset lists the backfill's event."""
     _browser_or_skip()
     from playwright.sync_api import expect, sync_playwright
 
     token = services.token()
     before = {r["dag_run_id"] for r in _api(services, token, "GET",
                                             "/dags/windowlib_backfill/dagRuns")["dag_runs"]}
+    _land_redelivery(services, "2024-03-01T01")   # new data for the backfill to publish
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with sync_playwright() as pw:
@@ -348,9 +371,7 @@ def test_browser_backfill_from_the_form_updates_the_report_asset_and_links(servi
             page.get_by_role("option", name="clickstream_demo").click()
             form.locator("input[name=element_first]").fill("2024-03-01T00")
             form.locator("input[name=element_last]").fill("2024-03-01T01")
-            form.get_by_role("combobox", name="mode").click()
-            page.get_by_role("option", name="rebuild").click()
-            expect(form.locator("input[name=element_mode]")).to_have_value("rebuild")
+            expect(form.locator("input[name=element_mode]")).to_have_value("incremental")
             expect(form.locator("input[name=element_dry_run]")).not_to_be_checked()
             page.screenshot(path=str(shots / "trigger-form.png"), full_page=True)
             form.get_by_test_id("trigger-dag-submit").click()
@@ -362,26 +383,29 @@ def test_browser_backfill_from_the_form_updates_the_report_asset_and_links(servi
             run_id = new[0]["dag_run_id"]
             assert new[0]["triggered_by"] == "ui" and new[0]["conf"] == {
                 "pipeline": "clickstream_demo", "first": "2024-03-01T00",
-                "last": "2024-03-01T01", "mode": "rebuild", "dry_run": False, "root": None}
+                "last": "2024-03-01T01", "mode": "incremental", "dry_run": False,
+                "root": None}
             run = _wait_run(services, token, "windowlib_backfill", run_id, 1800)
             assert run["state"] == "success", run
             value = _xcom(services, token, "windowlib_backfill", run_id, "backfill")
-            assert value["status"] == "rebuild published" and value["mode"] == "rebuild", value
-            assert value["partitions"] == ["2024-03-01T00", "2024-03-01T01"]
+            assert value["status"] == "published" and value["mode"] == "incremental", value
+            assert "2024-03-01T01" in value["partitions"] and value["files_consumed"] >= 1
             key = value["run_id"]
             assert key.startswith("windowlib_backfill:")
 
             # the DAG run page: one click to the regenerated report, one to the Data Docs
             from urllib.parse import quote
 
+            plugins = _api(services, token, "GET", "/plugins")["plugins"]
+            assert "windowlib_links" in [p["name"] for p in plugins], plugins
             page.goto(f"{services.url}/dags/windowlib_backfill/runs/{quote(run_id, safe='')}")
-            page.get_by_role("tab", name="windowlib report").click()
+            page.locator("a[href$='plugin/windowlib_report_dag_run']").first.click()
             report = page.frame_locator("iframe").first
             expect(report.get_by_text(key).first).to_be_visible()
             page.screenshot(path=str(shots / "report-link.png"), full_page=True)
-            page.get_by_role("tab", name="Data Docs").click()
+            page.locator("a[href$='plugin/windowlib_docs_dag_run']").first.click()
             docs = page.frame_locator("iframe").first
-            expect(docs.locator("body")).to_contain_text("Validation")
+            expect(docs.locator("body")).to_contain_text("clickstream_demo")
             page.screenshot(path=str(shots / "data-docs-link.png"), full_page=True)
 
             # the pipeline's output Asset lists the backfill's event
@@ -389,6 +413,10 @@ def test_browser_backfill_from_the_form_updates_the_report_asset_and_links(servi
             page.get_by_role("link", name="windowlib_clickstream_demo_output").click()
             expect(page.get_by_text("windowlib_backfill").first).to_be_visible()
             page.screenshot(path=str(shots / "asset-events.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(shots / "failure.png"), full_page=True)
+            (shots / "failure.html").write_text(page.content())
+            raise
         finally:
             browser.close()
     events = _api(services, token, "GET", "/assets/events?source_dag_id=windowlib_backfill")
