@@ -27,6 +27,7 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from airflow.api_fastapi.core_api.security import requires_authenticated
 from airflow.plugins_manager import AirflowPlugin
@@ -99,8 +100,8 @@ def report(dag_id: str, run_id: str) -> Response:
 @app.get("/docs/{dag_id}/{run_id:path}/index")
 def docs_of_run(dag_id: str, run_id: str) -> RedirectResponse:
     name, _ = pipeline_of(dag_id, run_id)
-    return RedirectResponse(f"{PREFIX}/files/{name}/index.html?run={run_id}&dag={dag_id}",
-                            status_code=307)
+    query = urlencode({"run": run_id, "dag": dag_id})     # run ids carry '+' and ':'
+    return RedirectResponse(f"{PREFIX}/files/{name}/index.html?{query}", status_code=307)
 
 
 @app.get("/files/{name}/{path:path}")

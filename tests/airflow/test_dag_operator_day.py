@@ -166,8 +166,12 @@ def _links_serve_the_report_and_data_docs(scheduled, backfill, page: str) -> Non
         served = links.report(run.dag_id, run.run_id)
         assert served.media_type.startswith("text/html") and served.body.decode() == page
         to_docs = links.docs_of_run(run.dag_id, run.run_id)
-        assert to_docs.headers["location"].startswith("/windowlib/files/clickstream_demo/"
-                                                      "index.html?")
+        location = to_docs.headers["location"]
+        assert location.startswith("/windowlib/files/clickstream_demo/index.html?")
+        from urllib.parse import parse_qs, urlsplit
+
+        assert parse_qs(urlsplit(location).query) == {"run": [run.run_id],
+                                                      "dag": [run.dag_id]}
         index = links.docs_file("clickstream_demo", "index.html", run=run.run_id,
                                 dag=run.dag_id)
         assert index.media_type == "text/html" and b"<html" in index.body.lower()

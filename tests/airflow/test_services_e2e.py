@@ -18,11 +18,11 @@ two-hour synthetic lake and the test registry ``wl_single_registry`` (two pipeli
   at ERROR;
 * a browser test: headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright,
   which never downloads a browser) logs in, opens the backfill DAG's Trigger dialog, fills the
-  Params form and starts a real backfill (over a re-delivered file); once the REST API shows it succeeded
-  with the typed values as its conf, the DAG run page's "windowlib report" tab shows the
-  regenerated report naming this run, its "Data Docs" tab opens GX's Data Docs, and the
-  pipeline's output Asset page lists the backfill's event (screenshots under the test's tmp
-  dir).
+  Params form and starts a real backfill (over a re-delivered file); once the REST API shows
+  it succeeded with the typed values as its conf, the DAG run page's "windowlib report" tab
+  shows the regenerated report naming this run, its "Data Docs" tab opens GX's Data Docs, and
+  the pipeline's output Asset page lists the backfill's event (screenshots under the test's
+  tmp dir).
 
 Every service is stopped at the end of the module."""
 
