@@ -405,7 +405,7 @@ def test_browser_backfill_from_the_form_updates_the_report_asset_and_links(servi
             page.screenshot(path=str(shots / "report-link.png"), full_page=True)
             page.locator("a[href$='plugin/windowlib_docs_dag_run']").first.click()
             docs = page.frame_locator("iframe").first
-            expect(docs.locator("body")).to_contain_text("clickstream_demo")
+            expect(docs.locator("body")).to_contain_text("Validation Results")
             page.screenshot(path=str(shots / "data-docs-link.png"), full_page=True)
 
             # the pipeline's output Asset lists the backfill's event
