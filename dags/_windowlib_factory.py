@@ -40,6 +40,15 @@ Invariants:
   ``WINDOWLIB_SPARK_CONNECT_CONN_ID`` names an Airflow ``spark_connect`` connection (its URL is
   then exported as ``SPARK_REMOTE`` for the rest of the task process); otherwise an
   in-process local SparkSession. Resolved at run time, never at parse time.
+* Every task body runs in ``task_scope()`` (``_windowlib_ops``): library noise below INFO and
+  one ``windowlib <stage> <pipeline>:`` line per stage, S3 through ``$WINDOWLIB_AWS_CONN_ID``'s
+  connection when set, user errors failing fast. Each task returns ONE small XCom object
+  (``multiple_outputs=False``; ``small_summary``). Every task's failure goes to the notifier;
+  every pipeline DAG has a deadline alert (``job.run_deadline``).
+* Output Asset events: ``publish`` (outlet ``output_asset(job)``) and ``windowlib_backfill``'s
+  ``backfill`` (outlet alias ``windowlib_backfill_outputs``, resolved to the same Asset) emit
+  the same ``extra`` (``asset_extra``) for a published version; both are followed by a
+  ``report`` task regenerating the pipeline's HTML report.
 * With ``WINDOWLIB_SPARK_CONN_ID`` set at parse time, ``run`` is a ``SparkSubmitOperator`` that
   submits ``jobs/run_pipeline.py`` (which stages, audits with the job's GX suite and publishes
   in one Spark application, under the plan's idempotency key) and the DAG is
@@ -60,12 +69,24 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
+from airflow.sdk import DAG, Asset, AssetAlias, CronDataIntervalTimetable, Param, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # the registry (``jobs``) lives at the repository root
     sys.path.append(str(REPO))
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _windowlib_ops import (  # noqa: E402 - needs the sys.path entry above
+    aws_connection_env,
+    deadline_alert,
+    jvm_stderr_to_log,
+    notify_failure,
+    quiet_task_logs,
+    spark_session_settings,
+    stage_line,
+)
 
 DEFAULT_REGISTRY = "jobs.registry"
 SPARK_CONN_ENV = "WINDOWLIB_SPARK_CONN_ID"
@@ -145,6 +166,48 @@ def report_path(root: str, name: str) -> str:
     return f"{root.rstrip('/')}/_windowlib/reports/{name}.html"
 
 
+BACKFILL_ALIAS = "windowlib_backfill_outputs"
+
+
+def output_asset(job_or_name: Any) -> Asset:
+    """The output Asset of a pipeline (``windowlib_{name}_output``, URI = its output folder under
+    the default root): the outlet of its DAG's ``publish`` task, and what a downstream DAG
+    schedules on (``schedule=[output_asset("clickstream_demo")]`` or
+    ``schedule=[Asset.ref(name="windowlib_clickstream_demo_output")]``). ``windowlib_backfill``
+    emits events of the same Asset through the alias ``windowlib_backfill_outputs``."""
+    job = get_job(job_or_name) if isinstance(job_or_name, str) else job_or_name
+    _, output = job.locations(registry_module().default_root())
+    return Asset(name=f"windowlib_{job.name}_output", uri=output, group="windowlib")
+
+
+def committed_new_version(summary: dict[str, Any]) -> bool:
+    """Whether a run summary committed a new version now (an output Asset event is due):
+    ``RunStatus.PUBLISHED`` or ``REBUILD_PUBLISHED`` — not ``ALREADY_PUBLISHED``, a dry run,
+    nothing new or blocked."""
+    from windowlib.runs.protocol import RunStatus
+
+    status = summary.get("status")
+    return status in (RunStatus.PUBLISHED, RunStatus.REBUILD_PUBLISHED)
+
+
+def asset_extra(job: Any, root: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """The ``extra`` of an output Asset event: the same four keys for scheduled, Airflow-native
+    and ``windowlib_backfill`` runs."""
+    _, out = job.locations(root)
+    return {"output": out, "version": summary.get("version"), "run_id": summary.get("run_id"),
+            "firings": summary.get("firings")}
+
+
+@contextmanager
+def task_scope() -> Iterator[None]:
+    """Every task body runs inside: library noise below INFO (``quiet_task_logs``), S3 through
+    the Airflow AWS connection when ``$WINDOWLIB_AWS_CONN_ID`` names one, and user errors
+    failing without retry (``user_errors_fail_fast``)."""
+    quiet_task_logs()
+    with aws_connection_env(), user_errors_fail_fast():
+        yield
+
+
 # --- errors: the one exit-code rule decides retry or not -------------------------------------
 
 _SUBMIT_EXIT = re.compile(r"Error code is: (\d+)")
@@ -196,12 +259,25 @@ def spark_remote() -> str | None:
 
 
 def _spark() -> Any:
+    """The task's SparkSession: Spark Connect (``spark_remote``), else the active one, else a
+    new local one — its master and settings from the Spark connection named by
+    ``$WINDOWLIB_SPARK_SESSION_CONN_ID`` when set, its JVM's stderr into the task log at
+    DEBUG/WARNING (``jvm_stderr_to_log``)."""
     from windowlib.engines.spark.session import get_or_create_session
 
     url = spark_remote()
     if url:  # every session lookup of this task process goes to the same server
         os.environ["SPARK_REMOTE"] = url
-    return get_or_create_session(app_name="windowlib-airflow", remote=url)
+        return get_or_create_session(app_name="windowlib-airflow", remote=url)
+    from pyspark.sql import SparkSession
+
+    if SparkSession.getActiveSession() is not None:
+        return get_or_create_session(app_name="windowlib-airflow")
+    master, conf = spark_session_settings()
+    conf = {"spark.ui.showConsoleProgress": "false", **conf}
+    with jvm_stderr_to_log():
+        return get_or_create_session(master or "local[2]", app_name="windowlib-airflow",
+                                     conf=conf)
 
 
 def _checkpoint(job: Any, root: str) -> Any:
@@ -216,15 +292,13 @@ def do_plan(name: str, context: Any) -> dict[str, Any] | None:
 
     job = get_job(name)
     root = resolve_root(context.get("params"))
-    start, end = interval_of(context, job)
-    first, last = job.partition_range(start, end)
+    first, last = partitions_of(context, job)
     base = run_key(context["dag"].dag_id, context["dag_run"].run_id)
     plan = plan_job(job, root, partitions=(first, last), run_id=base)
     plan["run_id"] = key_on(base, plan["parent_version"])
-    log.info("plan %s: partitions %s..%s, %d new file(s) on version %s", name, first, last,
-             plan["files"], plan["parent_version"])
+    stage_line("plan", name, partitions=[first, last], new_files=plan["files"],
+               version=plan["parent_version"], skip_rest=bool(plan["empty"]))
     if plan["empty"]:
-        log.info("nothing new in %s..%s: skipping the rest of the run", first, last)
         return None
     return {"pipeline": name, "root": root, "partitions": [first, last], "base": base,
             "plan": plan}
@@ -247,7 +321,7 @@ def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
     job = get_job(name)
     spark = _spark()
     try:
-        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.info)
+        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
     except StateError as exc:
         if exc.code != "CHECKPOINT_CONFLICT":
             raise
@@ -256,7 +330,10 @@ def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
         if planned is None:
             raise AirflowSkipException("another run consumed every new file of these "
                                        "partitions; nothing left to do") from exc
-        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.info)
+        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
+    counts = ref.get("summary") or {}
+    stage_line("run", name, staged=ref.get("run_id"),
+               **{k: counts[k] for k in ("inputs", "firings", "late", "rejects") if k in counts})
     return {**{k: planned[k] for k in ("pipeline", "root", "partitions", "base")}, "ref": ref}
 
 
@@ -266,8 +343,8 @@ def do_audit(name: str, staged: dict[str, Any]) -> dict[str, Any]:
 
     job = get_job(name)
     validation = audit_job(job, staged["root"], staged["ref"], spark=_spark())
-    log.info("audit %s: success=%s failed=%s", name, validation.get("success"),
-             validation.get("failed"))
+    stage_line("audit", name, success=validation.get("success"),
+               failed=validation.get("failed"), data_docs=validation.get("data_docs"))
     return {**staged, "validation": validation}
 
 
@@ -291,7 +368,7 @@ def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = Fa
     cs = _checkpoint(job, root)
     done = cs.find_run(ref["run_id"])
     if done is not None:
-        log.info("%s already committed version %s: nothing to do", ref["run_id"], done.version)
+        stage_line("publish", name, status=_ALREADY, version=done.version)
         return {"pipeline": name, "run_id": ref["run_id"], "version": done.version,
                 "status": _ALREADY, "published": True}
     try:
@@ -311,7 +388,7 @@ def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = Fa
         try:
             summary = run_job(job, root, partitions=tuple(audited["partitions"]), run_id=key,
                               spark=_spark(), publish_on_failure=publish_on_failure,
-                              progress=log.info).to_dict()
+                              progress=log.debug).to_dict()
         except StateError as again:
             if again.code != "CHECKPOINT_CONFLICT":
                 raise
@@ -325,11 +402,9 @@ def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = Fa
                                        "partitions; nothing left to publish") from exc
     if _status(summary).blocked:
         raise AirflowFailException(_failure_message(name, validation or {}))
-    log.info("publish %s: %s version %s", name, summary.get("status"), summary.get("version"))
-    keep = ("pipeline", "run_id", "status", "published", "version", "generation", "inputs",
-            "processed", "late", "rejects", "firings", "firings_by_timing", "files_consumed",
-            "partitions", "watermark", "publish_on_failure")
-    return {k: summary.get(k) for k in keep if k in summary}
+    stage_line("publish", name, status=summary.get("status"), version=summary.get("version"),
+               firings=summary.get("firings"), late=summary.get("late"))
+    return small_summary(summary)
 
 
 def do_report(name: str, root: str) -> str:
@@ -346,11 +421,13 @@ def do_report(name: str, root: str) -> str:
     target = Uri.parse(report_path(root, name))
     if target.scheme == "file":
         write_run_report(name, history, target.arrow_path, description=job.description)
+        stage_line("report", name, report=str(target), runs=len(history))
         return str(target)
     with tempfile.TemporaryDirectory() as tmp:
         page = write_run_report(name, history, Path(tmp) / f"{name}.html",
                                 description=job.description)
         open_store(target.parent).write_bytes(target.name, page.read_bytes())
+    stage_line("report", name, report=str(target), runs=len(history))
     return str(target)
 
 
@@ -363,14 +440,21 @@ def gc_task(pipeline: str, context: Any) -> dict[str, Any]:
     from windowlib.runs.operations import GC_GRACE_HOURS, gc_job
 
     params = context["params"]
-    with user_errors_fail_fast():
+    with task_scope():
         job = get_job(pipeline)
         root = resolve_root(params)
         done = gc_job(job, root, grace_hours=params.get("grace_hours", GC_GRACE_HOURS))
-    log.info("gc %s: %d staging(s), %d snapshot(s), %d generation(s), %d object(s) removed",
-             job.name, len(done["removed_stagings"]), len(done["pruned_snapshots"]),
-             len(done["removed_generations"]), done["removed_objects"])
+    stage_line("gc", job.name, stagings=len(done["removed_stagings"]),
+               snapshots=len(done["pruned_snapshots"]),
+               generations=len(done["removed_generations"]), objects=done["removed_objects"])
     return done
+
+
+def report_task(summary: dict[str, Any]) -> str:
+    """The ``windowlib_backfill`` report task: the pipeline's HTML report regenerated from its
+    history (as the pipeline DAG's ``report`` task does after a scheduled run)."""
+    with task_scope():
+        return do_report(summary["pipeline"], summary["root"])
 
 
 def backfill_task(context: Any) -> dict[str, Any]:
@@ -379,8 +463,13 @@ def backfill_task(context: Any) -> dict[str, Any]:
     User mistakes (unknown pipeline, a partition not in the pipeline's format, first > last, a
     changed definition...) fail the task without retry (``AirflowFailException``) with a clear
     message; failures propagate (retried)."""
-    with user_errors_fail_fast():
-        return _backfill(context)
+    with task_scope():
+        summary = _backfill(context)
+    if committed_new_version(summary):
+        job = get_job(summary["pipeline"])
+        context["outlet_events"][AssetAlias(BACKFILL_ALIAS)].add(
+            output_asset(job), extra=asset_extra(job, summary["root"], summary))
+    return summary
 
 
 def _backfill(context: Any) -> dict[str, Any]:
@@ -389,7 +478,8 @@ def _backfill(context: Any) -> dict[str, Any]:
     p = context["params"]
     job = get_job(p["pipeline"])
     root = resolve_root(p)
-    first, last, mode = p["first"], p["last"], p["mode"]
+    first = p.get("first") or p.get("last") or last_complete_partition(job)
+    last, mode = p.get("last") or first, p["mode"]
     pattern = _PARTITION_RE.get(job.partition_format)
     for what, value in (("first", first), ("last", last)):
         if pattern and not re.fullmatch(pattern, str(value)):
@@ -408,17 +498,34 @@ def _backfill(context: Any) -> dict[str, Any]:
         done = cs.find_run(key)
         if done is not None and not p["dry_run"]:
             return {"pipeline": job.name, "run_id": key, "status": _ALREADY,
-                    "version": done.version, "mode": mode}
+                    "version": done.version, "mode": mode, "root": root}
     else:
         head = cs.latest()
         key = key_on(base, head.version if head else None)
     summary = backfill_job(job, root, first, last, rebuild=rebuild, dry_run=bool(p["dry_run"]),
                            spark=None if p["dry_run"] else _spark(), run_id=key,
-                           progress=log.info).to_dict()
-    log.info("backfill %s %s..%s (%s): %s", job.name, first, last, mode, summary.get("status"))
+                           progress=log.debug).to_dict()
+    stage_line("backfill", job.name, partitions=[first, last], mode=mode,
+               status=summary.get("status"), version=summary.get("version"),
+               firings=summary.get("firings"))
     if _status(summary).blocked:
         raise AirflowFailException(_failure_message(job.name, summary.get("validation") or {}))
-    return {**summary, "mode": mode, "first": first, "last": last}
+    return {**small_summary(summary), "mode": mode, "first": first, "last": last, "root": root}
+
+
+SUMMARY_KEYS = ("pipeline", "run_id", "status", "published", "version", "generation", "inputs",
+                "processed", "late", "rejects", "firings", "firings_by_timing", "files_consumed",
+                "partitions", "watermark", "publish_on_failure")
+
+
+def small_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """What a task hands to XCom of a run summary: its counts and ids (one small object); the
+    validation reduced to ``success``, the failed expectations and the Data Docs path."""
+    out = {k: summary.get(k) for k in SUMMARY_KEYS if k in summary}
+    validation = summary.get("validation")
+    if isinstance(validation, dict):
+        out["validation"] = {k: validation.get(k) for k in ("success", "failed", "data_docs")}
+    return out
 
 
 # --- DAG construction ------------------------------------------------------------------------
@@ -443,9 +550,11 @@ def schedule_bounds(job: Any) -> tuple[datetime, datetime | None]:
 
 
 def default_args(job: Any) -> dict[str, Any]:
+    """Retries with exponential backoff; every task's failure goes to ``notify_failure``."""
     delay = float(os.environ.get(RETRY_DELAY_ENV, "30"))
     return {"owner": job.owner, "retries": 3, "retry_delay": timedelta(seconds=delay),
-            "retry_exponential_backoff": 2.0, "max_retry_delay": timedelta(minutes=10)}
+            "retry_exponential_backoff": 2.0, "max_retry_delay": timedelta(minutes=10),
+            "on_failure_callback": notify_failure}
 
 
 def doc_md(job: Any) -> str:
@@ -468,38 +577,84 @@ def doc_md(job: Any) -> str:
         json.dumps(d["pipeline"], indent=2, sort_keys=True, default=str), "```"])
 
 
-def _params() -> dict[str, Param]:
+_PARTITION_PARAM = {"YYYY-MM-DDTHH": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$",
+                    "YYYY-MM-DD": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
+
+
+def last_complete_partition(job: Any, now: datetime | None = None) -> str:
+    """The pipeline's last complete partition before ``now``: the last full hour or day (its
+    Params' effective default)."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    step = timedelta(days=1) if job.partition_step == "day" else timedelta(hours=1)
+    if job.partition_step == "day":
+        end = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    else:
+        end = now.replace(minute=0, second=0, microsecond=0)
+    return job.partition_value(end - step)
+
+
+def _params(job: Any) -> dict[str, Param]:
+    """The Params form of a pipeline DAG: titled, described, per pipeline (partition format and
+    step). ``first``/``last`` default to empty = the pipeline's last complete hour/day at run
+    time (a concrete date default would change the serialized DAG, hence its version, every
+    hour); scheduled and backfill runs use their data interval and ignore them."""
+    step, fmt = job.partition_step, job.partition_format
+    pattern = _PARTITION_PARAM[fmt]
     return {
-        "root": Param(None, type=["null", "string"], pattern=_ROOT_PATTERN,
+        "root": Param(None, type=["null", "string"], pattern=_ROOT_PATTERN, title="Lake root",
                       description="Lake root URI (file:///... or s3://bucket/prefix); empty: "
                                   "$WINDOWLIB_ROOT or the project's .local/lake"),
-        "publish_on_failure": Param(False, type="boolean",
-                                    description="Publish even when the audit fails "
-                                                "(recorded in the commit)"),
+        "publish_on_failure": Param(False, type="boolean", title="Publish on failed audit",
+                                    description="Publish even when the Great Expectations "
+                                                "audit fails (recorded in the commit)"),
+        "first": Param(None, type=["null", "string"], pattern=pattern,
+                       title=f"First {step} (manual runs)",
+                       description=f"First {job.source.partition} partition ({fmt}) a manual "
+                                   f"run scans; empty: the last complete {step} before the run"),
+        "last": Param(None, type=["null", "string"], pattern=pattern,
+                      title=f"Last {step} (manual runs)",
+                      description=f"Last {job.source.partition} partition ({fmt}), inclusive; "
+                                  "empty: the same as first"),
     }
+
+
+def partitions_of(context: Any, job: Any) -> tuple[str, str]:
+    """The partitions a pipeline DAG run scans: the ``first``/``last`` Params of a manual run
+    when given, else its data interval plus the job's lookback (``interval_of``)."""
+    params = context.get("params") or {}
+    run = context.get("dag_run")
+    manual = str(getattr(run, "run_type", "")).lower().endswith("manual")
+    first, last = params.get("first"), params.get("last")
+    if manual and (first or last):
+        first, last = first or last, last or first
+        if first > last:
+            raise AirflowFailException(f"first partition {first} is after last {last}")
+        return first, last
+    start, end = interval_of(context, job)
+    return job.partition_range(start, end)
 
 
 def build_dag(job: Any) -> DAG:
     """The scheduled write-audit-publish DAG of ``job``."""
     dag_id = f"windowlib_{job.name}"
-    _, output = job.locations(registry_module().default_root())
-    asset = Asset(name=f"windowlib_{job.name}_output", uri=output, group="windowlib")
+    asset = output_asset(job)
     name = job.name
     start, end = schedule_bounds(job)
     with DAG(dag_id=dag_id, schedule=CronDataIntervalTimetable(job.schedule, timezone="UTC"),
              start_date=start, end_date=end, catchup=True, max_active_runs=1,
              default_args=default_args(job), tags=["windowlib", *job.tags],
              doc_md=doc_md(job), description=(job.description or name)[:200],
-             params=_params()) as dag:
+             params=_params(job), deadline=deadline_alert(name, getattr(job, "run_deadline", None))
+             ) as dag:
 
-        @task.short_circuit(task_id="plan")
+        @task.short_circuit(task_id="plan", multiple_outputs=False)
         def plan(**context: Any) -> dict[str, Any] | None:
-            with user_errors_fail_fast():
+            with task_scope():
                 return do_plan(name, context)
 
         @task(task_id="report")
         def report(planned: dict[str, Any]) -> str:
-            with user_errors_fail_fast():
+            with task_scope():
                 return do_report(name, planned["root"])
 
         planned = plan()
@@ -509,26 +664,26 @@ def build_dag(job: Any) -> DAG:
             planned >> submit >> report(planned)
             return dag
 
-        @task(task_id="run")
+        # multiple_outputs=False: Airflow would otherwise infer it from the ``dict`` return
+        # annotation and store one XCom row per key; each task keeps ONE summary object
+        @task(task_id="run", multiple_outputs=False)
         def run(planned: dict[str, Any]) -> dict[str, Any]:
-            with user_errors_fail_fast():
+            with task_scope():
                 return do_run(name, planned)
 
-        @task(task_id="audit")
+        @task(task_id="audit", multiple_outputs=False)
         def audit(staged: dict[str, Any]) -> dict[str, Any]:
-            with user_errors_fail_fast():
+            with task_scope():
                 return do_audit(name, staged)
 
-        @task(task_id="publish", outlets=[asset])
+        @task(task_id="publish", outlets=[asset], multiple_outputs=False)
         def publish(audited: dict[str, Any], **context: Any) -> dict[str, Any]:
             flag = bool(context["params"].get("publish_on_failure"))
-            with user_errors_fail_fast():
+            with task_scope():
                 summary = do_publish(name, audited, publish_on_failure=flag)
-            if summary.get("status") == "published":
-                _, out = get_job(name).locations(audited["root"])
-                context["outlet_events"][asset].extra = {
-                    "output": out, "version": summary.get("version"),
-                    "run_id": summary.get("run_id"), "firings": summary.get("firings")}
+            if committed_new_version(summary):
+                context["outlet_events"][asset].extra = asset_extra(
+                    get_job(name), audited["root"], summary)
             return summary
 
         published = publish(audit(run(planned)))

@@ -23,7 +23,7 @@ from airflow.sdk import DAG, CronTriggerTimetable, Param, task
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _windowlib_factory import gc_task, registry_module
+from _windowlib_factory import gc_task, notify_failure, registry_module
 
 _NAMES = sorted(registry_module().registry())
 
@@ -36,7 +36,8 @@ with DAG(
     max_active_runs=1,
     tags=["windowlib", "maintenance"],
     doc_md=__doc__,
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=5)},
+    default_args={"retries": 2, "retry_delay": timedelta(minutes=5),
+                  "on_failure_callback": notify_failure},
     params={
         "grace_hours": Param(6, type="number", minimum=0,
                              description="Keep uncommitted stagings younger than this"),

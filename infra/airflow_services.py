@@ -1,6 +1,6 @@
 """Local Airflow 3 services for windowlib: api-server, scheduler and dag-processor.
 
-    python infra/airflow_services.py [--port 8080] [--home .local/airflow] [--root URI]
+    python infra/airflow_services.py [--port 8080] [--home DIR] [--root URI] [--demo|--no-demo]
 
 ``start()`` migrates the metadata DB (SQLite in ``home``), starts the three services on
 127.0.0.1, each in its own session (``setsid``), waits until ``/api/v2/monitor/health``
@@ -17,6 +17,9 @@ Invariants:
   ``{home}/passwords.json`` (mode 0600) and reused; one JWT secret, also generated once into
   ``{home}/jwt_secret`` (0600), is shared by all services so task tokens verify.
 * ``WINDOWLIB_ROOT`` defaults to ``file://<repo>/.local/lake``; an existing value is kept.
+  ``main()`` (``make airflow``) serves the last ``make demo`` instead when there is one and no
+  root was asked for — its lake and its Airflow home (``choose_serving``) — and prints which
+  lake it serves and how to switch. The plugins folder is ``dags/plugins`` (report links).
   ``WINDOWLIB_DAG_START_DATE`` defaults to three hours ago, so catchup creates only a few
   scheduled runs; older data is processed with backfills (UI or ``windowlib_backfill``).
 * Secrets are never logged; the password is printed only by ``main()`` (the login banner).
@@ -101,6 +104,8 @@ def airflow_env(home: Path, port: int = 8080, root: str | None = None,
     env.update({
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str((dags or REPO / "dags").resolve()),
+        # the windowlib_links plugin: run report and Data Docs one click from a DAG run
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "dags" / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
@@ -248,15 +253,75 @@ def stop(services: AirflowServices, grace: float = 30.0) -> None:
         time.sleep(0.2)
 
 
+DEMO_DIR = REPO / ".local" / "demo"
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What ``main()`` serves: the Airflow home, the lake root, extra environment and the line
+    that tells the operator which lake this is and how to switch."""
+
+    home: Path
+    root: str | None
+    env: dict[str, str]
+    note: str
+
+
+def choose_serving(root: str | None, home: str | None, demo: bool | None,
+                   demo_dir: Path = DEMO_DIR) -> Serving:
+    """An explicit ``--root`` (or ``$WINDOWLIB_ROOT``) wins; else, unless ``demo`` is False,
+    the last ``make demo`` (its ``demo_summary.json``): its lake and its Airflow home, so its
+    DAG runs, reports and Data Docs show; DAG start and end at the demo's last interval, so
+    catch-up adds at most one run. Else ``.local/lake``. ``demo=True`` insists on the demo
+    (``ValueError`` when there is none usable)."""
+    default_home = Path(home) if home else REPO / ".local" / "airflow"
+    explicit = root or os.environ.get("WINDOWLIB_ROOT")
+    switch = ("switch with --root URI (or WINDOWLIB_ROOT), --demo / --no-demo; "
+              "AIRFLOW_ARGS='...' for make airflow")
+    if explicit and not demo:
+        return Serving(default_home, explicit, {}, f"lake root: {explicit} (as asked; {switch})")
+    summary_file = demo_dir / "demo_summary.json"
+    found = None
+    if demo is not False and summary_file.is_file() and (demo_dir / ".windowlib-demo").exists():
+        found = json.loads(summary_file.read_text())
+    usable = bool(found) and not found.get("s3") and Path(found.get("airflow_home", "")).is_dir()
+    if usable:
+        end = found["dag_end"]
+        return Serving(Path(home) if home else Path(found["airflow_home"]), found["root"],
+                       {"WINDOWLIB_DAG_START_DATE": end, "WINDOWLIB_DAG_END_DATE": end},
+                       f"lake root: {found['root']} — the lake and DAG runs of the last "
+                       f"`make demo` (Airflow home {found['airflow_home']}); {switch}")
+    if demo:
+        raise ValueError(f"no usable `make demo` under {demo_dir} (run `make demo` first; a "
+                         "demo on S3 stops its server at the end and cannot be served)")
+    lake = (REPO / ".local" / "lake").as_uri()
+    why = " (the last `make demo` used S3, whose server is stopped)" if found else ""
+    return Serving(default_home, None, {}, f"lake root: {lake} (the default{why}; {switch})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Start Airflow 3 locally for windowlib.")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--home", default=str(REPO / ".local" / "airflow"))
-    parser.add_argument("--root", default=None, help="WINDOWLIB_ROOT (default: .local/lake)")
+    parser.add_argument("--home", default=None,
+                        help="Airflow home (default .local/airflow, or the demo's)")
+    parser.add_argument("--root", default=None,
+                        help="WINDOWLIB_ROOT (default: the last `make demo`'s lake when there "
+                             "is one, else .local/lake)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--demo", dest="demo", action="store_true", default=None,
+                       help="serve the last `make demo` (its lake and DAG runs)")
+    which.add_argument("--no-demo", dest="demo", action="store_false",
+                       help="ignore the last `make demo`: serve .local/lake")
     args = parser.parse_args(argv)
+    try:
+        serving = choose_serving(args.root, args.home, args.demo)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print("starting Airflow (api-server, scheduler, dag-processor); this takes ~1 min ...",
           flush=True)
-    services = start(args.home, args.port, args.root)
+    print(serving.note, flush=True)
+    services = start(serving.home, args.port, serving.root, extra_env=serving.env)
     stopping = False
 
     def _stop(_sig: int, _frame: object) -> None:

@@ -232,7 +232,11 @@ class Demo:
                    "day": a.day.isoformat(), "hours": a.hours, "pipelines": numbers,
                    "reruns": self.reruns, "corrections": files, "timings_s": self.timings,
                    "reports": {n: str(ws.report_path(n)) for n in a.pipelines},
-                   "data_docs": {n: str(ws.data_docs(n)) for n in a.pipelines}}
+                   "data_docs": {n: str(ws.data_docs(n)) for n in a.pipelines},
+                   # what `make airflow` needs to serve this demo (infra/airflow_services.py)
+                   "airflow_home": str(ws.airflow_home),
+                   "dag_end": max([*self.ends, *([self.daily_at] if self.daily else [])]
+                                  ).isoformat()}
         self.say("[bold]HTML[/] (self-contained run reports; GX Data Docs):")
         for n in a.pipelines:
             self.say(f"  {n:<24} {summary['reports'][n]}")

@@ -1,10 +1,11 @@
 """The pipeline registry: one module per pipeline in ``jobs/pipelines/``, each exporting ``JOB``.
 
 A ``PipelineJob`` is frozen configuration: the windowlib ``Pipeline``, where its input lives
-(``SourceSpec``, relative to a data root), its watermark strategy, its schedule (a cron string
-for Airflow's ``CronDataIntervalTimetable``), how a data interval maps to partition values, how
-many earlier partitions a run re-scans for late files (``lookback``), its expectations (GX Core
-1.x objects, built lazily) and documentation fields.
+(``SourceSpec``, relative to a data root), its watermark strategy, its schedule (any cron
+expression Airflow's ``CronDataIntervalTimetable`` accepts, presets and ``MON-FRI`` included:
+``schedule_problem``), how a data interval maps to partition values, how many earlier
+partitions a run re-scans for late files (``lookback``), its expectations (GX Core 1.x objects,
+built lazily) and documentation fields.
 
 Invariants:
 
@@ -24,8 +25,10 @@ import inspect
 import os
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,6 @@ _NAME = re.compile(r"[a-z0-9_]+")
 # job names become DAG ids ``windowlib_<name>``: these would collide with the shared DAGs
 RESERVED_NAMES = frozenset({"backfill", "maintenance"})
 _SEGMENT = re.compile(r"[A-Za-z0-9_.=-]+")
-_CRON_FIELD = re.compile(r"[0-9*/,\-]+")
 _FORMATS = ("parquet", "csv", "json")
 # partition value format (pendulum tokens, UTC) -> the time one partition covers
 _PARTITION_FORMATS = {"YYYY-MM-DDTHH": "hour", "YYYY-MM-DD": "day"}
@@ -59,6 +61,42 @@ def _relative_path(path: object, what: str) -> str:
             raise DefinitionError(f"{what} {path!r}: invalid path segment {part!r} (letters, "
                                   "digits, '_', '-', '.', '='; no '..')", code="ARGUMENT_INVALID")
     return path
+
+
+def schedule_problem(schedule: object) -> str | None:
+    """Why Airflow would refuse ``schedule`` as the cron expression of a
+    ``CronDataIntervalTimetable`` (``None``: it accepts it — presets such as ``@hourly``, names
+    and ranges such as ``MON-FRI``, ``L``, 6-field expressions...).
+
+    Airflow decides: its timetable resolves its presets and validates with ``croniter``. An
+    expression ``croniter`` accepts as given is accepted by Airflow as well, so Airflow itself
+    (slow to import outside a DAG process) is asked only about the others (``@quarterly``) —
+    or about every expression when it is loaded already. Without Airflow installed, a schedule
+    ``croniter`` cannot check is accepted (no DAG is built there)."""
+    if not isinstance(schedule, str) or not schedule.strip():
+        return "a cron expression string is required"
+    if schedule.strip() in ("@once", "@continuous"):
+        return "it has no data intervals"
+    if "airflow" not in sys.modules:
+        try:
+            from croniter import croniter
+        except ImportError:
+            croniter = None
+        if croniter is not None:
+            try:
+                croniter(schedule)
+                return None
+            except (ValueError, KeyError, TypeError):
+                pass   # perhaps an Airflow preset: Airflow decides below
+    try:
+        from airflow.sdk import CronDataIntervalTimetable
+    except ImportError:
+        return None
+    try:
+        CronDataIntervalTimetable(schedule, timezone="UTC").validate()
+    except Exception as exc:   # AirflowTimetableInvalid and what croniter raises
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def validate_root(uri: object) -> str:
@@ -140,6 +178,7 @@ class PipelineJob:
     tags: tuple[str, ...] = ()
     owner: str = "windowlib"
     retain_versions: int = 3
+    run_deadline: timedelta | None = None   # Airflow deadline alert; None: 2 h after queued
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -162,11 +201,11 @@ class PipelineJob:
         if not isinstance(self.watermark, WatermarkStrategy):
             raise DefinitionError(f"job {self.name!r}: watermark must be a windowlib watermark "
                                   "strategy", code="ARGUMENT_INVALID")
-        fields = self.schedule.split() if isinstance(self.schedule, str) else []
-        if len(fields) != 5 or not all(_CRON_FIELD.fullmatch(f) for f in fields):
-            raise DefinitionError(f"job {self.name!r}: schedule must be a 5-field cron "
-                                  f"string such as '0 * * * *', got {self.schedule!r}",
-                                  code="ARGUMENT_INVALID")
+        problem = schedule_problem(self.schedule)
+        if problem is not None:
+            raise DefinitionError(f"job {self.name!r}: schedule {self.schedule!r} is not a cron "
+                                  f"schedule Airflow accepts ({problem}); e.g. '0 * * * *', "
+                                  "'@hourly', '0 9 * * MON-FRI'", code="ARGUMENT_INVALID")
         if self.partition_format not in _PARTITION_FORMATS:
             raise DefinitionError(f"job {self.name!r}: partition_format must be one of "
                                   f"{', '.join(_PARTITION_FORMATS)}, got "
@@ -187,6 +226,10 @@ class PipelineJob:
             raise DefinitionError(f"job {self.name!r}: retain_versions must be an int >= 1 "
                                   "(how many recent versions keep their state snapshots)",
                                   code="ARGUMENT_INVALID")
+        if self.run_deadline is not None and (not isinstance(self.run_deadline, timedelta)
+                                              or self.run_deadline <= timedelta(0)):
+            raise DefinitionError(f"job {self.name!r}: run_deadline must be a positive "
+                                  "datetime.timedelta (or None)", code="ARGUMENT_INVALID")
         object.__setattr__(self, "tags", tuple(self.tags))
 
     # --- locations ------------------------------------------------------------------------

@@ -46,6 +46,7 @@ COST_S: dict[str, float] = {
     "tests/jobs/test_demo.py": 260,
     "tests/airflow/test_conflict_recovery.py": 240,
     "tests/airflow/test_dag_runs.py": 220,
+    "tests/airflow/test_dag_operator_day.py": 200,    # a scheduled run and a backfill DAG run
     "tests/spark/test_incremental_s3.py": 200,
     "tests/spark/test_tables.py": 200,      # incremental runs, a rebuild, catalog + DuckDB
     "tests/state/test_state_tables.py": 150,    # Delta publishes on file, moto, SeaweedFS
@@ -55,6 +56,7 @@ COST_S: dict[str, float] = {
     "tests/airflow/test_dag_connect.py": 150,
     "tests/airflow/test_dag_runs_s3.py": 120,
     "tests/airflow/test_dag_spark_submit.py": 330,    # spark-submit on local[2], on a cluster
+    "tests/airflow/test_dag_connections.py": 75,      # SeaweedFS + the maintenance DAG
     "tests/docs/test_docs_examples.py": 105,
     "tests/quality/test_validate.py": 180,     # GX validations, two Data Docs sites
     "tests/spark/test_incremental.py": 100,

@@ -9,7 +9,7 @@ import itertools
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -101,7 +101,13 @@ def test_pipeline_dags_follow_the_scheduling_contract(pipelines_module):
         assert set(job.tags) <= set(dag.tags) and "windowlib" in dag.tags
         assert job.description in dag.doc_md and job.schedule in dag.doc_md
         assert job.pipeline.fingerprint in dag.doc_md
-        assert set(dag.params.dump()) == {"root", "publish_on_failure"}
+        assert set(dag.params.dump()) == {"root", "publish_on_failure", "first", "last"}
+        for key in dag.params:
+            param = dag.params.get_param(key)
+            assert param.schema.get("title") and param.description, (name, key)
+        step = job.partition_step
+        assert dag.params.get_param("first").schema["title"] == f"First {step} (manual runs)"
+        assert job.partition_format in dag.params.get_param("first").description
         order = ["plan", "run", "audit", "publish", "report"]
         assert dag.task_ids == order
         for up, down in itertools.pairwise(order):
@@ -239,3 +245,109 @@ def test_spark_remote_is_spark_remote_else_the_spark_connect_connection(monkeypa
     assert spark_remote() == "sc://127.0.0.1:15002/"
     monkeypatch.setenv("SPARK_REMOTE", "sc://spark-connect.internal:15002")
     assert spark_remote() == "sc://spark-connect.internal:15002"
+
+
+@pytest.mark.parametrize("schedule, after, interval", [
+    # weekdays at 09:00: Friday's run covers the weekend, up to Monday 09:00
+    ("0 9 * * MON-FRI", datetime(2024, 3, 4, 9, 30, tzinfo=UTC),
+     (datetime(2024, 3, 1, 9, tzinfo=UTC), datetime(2024, 3, 4, 9, tzinfo=UTC))),
+    ("@hourly", datetime(2024, 3, 1, 5, 17, tzinfo=UTC),
+     (datetime(2024, 3, 1, 4, tzinfo=UTC), datetime(2024, 3, 1, 5, tzinfo=UTC))),
+    ("@quarterly", datetime(2024, 5, 2, tzinfo=UTC),
+     (datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 4, 1, tzinfo=UTC))),
+])
+def test_any_airflow_schedule_still_gives_the_dag_data_intervals(schedule, after, interval):
+    """Presets and names (``@hourly``, ``MON-FRI``) build a DAG whose runs have real data
+    intervals (the scheduler's form of the timetable), and a run scans their partitions."""
+    import dataclasses
+
+    import pendulum
+    from _windowlib_factory import build_dag
+    from airflow.serialization.encoders import coerce_to_core_timetable
+
+    from jobs.registry import get
+
+    job = dataclasses.replace(get("clickstream_demo"), schedule=schedule)
+    dag = build_dag(job)
+    core = coerce_to_core_timetable(dag.timetable)
+    found = core.infer_manual_data_interval(run_after=pendulum.instance(after))
+    assert (found.start, found.end) == interval
+    first, last = job.partition_range(found.start, found.end, lookback=0)
+    assert (first, last) == (job.partition_value(interval[0]),
+                             job.partition_value(interval[1] - timedelta(microseconds=1)))
+
+
+def test_params_default_to_the_pipelines_last_complete_partition():
+    import dataclasses
+
+    from _windowlib_factory import last_complete_partition, partitions_of
+
+    from jobs.registry import get
+
+    now = datetime(2024, 3, 5, 14, 20, tzinfo=UTC)
+    assert last_complete_partition(get("clickstream_demo"), now) == "2024-03-05T13"
+    daily = dataclasses.replace(get("clickstream_demo"), partition_format="YYYY-MM-DD")
+    assert last_complete_partition(daily, now) == "2024-03-04"
+
+    class Manual:
+        run_type = "manual"
+        run_after = now
+
+    job = get("clickstream_demo")
+    context = {"params": {"first": "2024-03-01T02", "last": None}, "dag_run": Manual()}
+    assert partitions_of(context, job) == ("2024-03-01T02", "2024-03-01T02")
+    context["params"] = {"first": None, "last": None}     # empty: the interval's partitions
+    assert partitions_of(context, job) == job.partition_range(
+        datetime(2024, 3, 5, 13, tzinfo=UTC), datetime(2024, 3, 5, 14, tzinfo=UTC))
+
+
+def test_every_pipeline_dag_has_a_deadline_alert_and_a_failure_notifier(monkeypatch):
+    """A deadline alert per pipeline (its ``run_deadline``, else 2 h after the run was
+    queued) calling the notifier; every task's failure goes to the notifier too."""
+    import dataclasses
+    from datetime import timedelta
+
+    from _windowlib_factory import build_dag
+    from _windowlib_ops import deadline_missed, notify_failure
+    from airflow.sdk import DeadlineReference
+
+    from jobs.registry import get
+
+    monkeypatch.setenv("WINDOWLIB_DEADLINE_ALERTS", "on")
+    job = dataclasses.replace(get("clickstream_demo"), run_deadline=timedelta(minutes=45))
+    dag = build_dag(job)
+    alerts = dag.deadline if isinstance(dag.deadline, list) else [dag.deadline]
+    assert len(alerts) == 1
+    alert = alerts[0]
+    assert alert.reference == DeadlineReference.DAGRUN_QUEUED_AT
+    assert alert.interval == timedelta(minutes=45)
+    assert alert.callback.path.endswith("deadline_missed")
+    assert [a.interval for a in build_dag(get("clickstream_demo")).deadline] == [
+        timedelta(hours=2)]
+    for task in dag.tasks:
+        assert notify_failure in (task.on_failure_callback or []) or \
+            task.on_failure_callback is notify_failure, task.task_id
+
+    # the notifier named by WINDOWLIB_NOTIFIER gets one small event per failure
+    received = []
+    sys.modules["wl_test_notifier"] = type(sys)("wl_test_notifier")
+    sys.modules["wl_test_notifier"].send = received.append
+    monkeypatch.setenv("WINDOWLIB_NOTIFIER", "wl_test_notifier:send")
+
+    class TI:
+        dag_id, task_id, try_number = "windowlib_clickstream_demo", "publish", 2
+
+    class Run:
+        run_id = "scheduled__2024-03-01T01:00:00+00:00"
+
+    notify_failure({"ti": TI(), "dag_run": Run(), "exception": ValueError("boom")})
+    deadline_missed(dag_id="windowlib_clickstream_demo", pipeline="clickstream_demo",
+                    limit="0:45:00", other="ignored")
+    assert received == [
+        {"kind": "task_failed", "dag_id": "windowlib_clickstream_demo", "task_id": "publish",
+         "run_id": "scheduled__2024-03-01T01:00:00+00:00", "try_number": 2, "error": "boom"},
+        {"kind": "deadline_missed", "dag_id": "windowlib_clickstream_demo",
+         "pipeline": "clickstream_demo", "limit": "0:45:00"}]
+    sys.modules["wl_test_notifier"].send = None        # a broken notifier never raises
+    notify_failure({"ti": TI(), "dag_run": Run(), "exception": None})
+    sys.modules.pop("wl_test_notifier")

@@ -13,10 +13,16 @@ two-hour synthetic lake and the test registry ``wl_single_registry`` (two pipeli
   run did its interval's work — its ``plan``/``publish`` XComs name the partitions it scanned
   and consumed, and the pipeline's checkpoint in the lake holds exactly those two commits, in
   that order;
+  each backfill run's ``publish`` emitted the pipeline's output Asset event, and the real task
+  logs of ``run``/``audit`` have one summary line each, no GX registration noise and nothing
+  at ERROR;
 * a browser test: headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright,
   which never downloads a browser) logs in, opens the backfill DAG's Trigger dialog, fills the
-  Params form and starts the run; the REST API must then show that run, with the typed values
-  as its conf, succeeded (screenshots under the test's tmp dir).
+  Params form and starts a real backfill (over a re-delivered file); once the REST API shows
+  it succeeded with the typed values as its conf, the DAG run page's "windowlib report" tab
+  shows the regenerated report naming this run, its "Data Docs" tab opens GX's Data Docs, and
+  the pipeline's output Asset page lists the backfill's event (screenshots under the test's
+  tmp dir).
 
 Every service is stopped at the end of the module."""
 
@@ -120,7 +126,9 @@ def services(tmp_path_factory):
     extra = {"WINDOWLIB_REGISTRY": "wl_single_registry",
              "PYTHONPATH": f"{HERE}:{REPO}",
              "WINDOWLIB_DAG_START_DATE": "2024-03-01T00:00:00+00:00",
-             "WINDOWLIB_DAG_END_DATE": "2024-03-01T00:00:00+00:00"}
+             "WINDOWLIB_DAG_END_DATE": "2024-03-01T00:00:00+00:00",
+             # the real scheduler runs the pipelines' deadline alerts (dag.test() cannot)
+             "WINDOWLIB_DEADLINE_ALERTS": "on"}
     running = airflow_services.start(base / "home", _free_port(), lake.as_uri(),
                                      timeout=900, extra_env=extra)
     try:
@@ -260,6 +268,29 @@ def test_native_backfill_runs_each_interval_once_in_order_and_does_the_work(serv
     # the same backfill again creates nothing: both intervals have a successful run
     again = _api(services, token, "POST", "/backfills/dry_run", HISTORY_BACKFILL)
     assert again["total_entries"] == 0, again
+    # each backfill run's publish emitted the pipeline's output Asset event, as scheduled runs do
+    events = _api(services, token, "GET",
+                  f"/assets/events?source_dag_id={HISTORY_DAG}&order_by=timestamp")
+    extras = sorted((e["source_run_id"], e["extra"]["version"]) for e in events["asset_events"])
+    assert extras == sorted((r["dag_run_id"], i + 1) for i, r in enumerate(runs)), events
+    # a real task log (the supervisor's): one summary line for the stage, no GX registration
+    # noise, nothing logged at ERROR (Spark's JVM stderr goes to the log at DEBUG/WARNING)
+    for task_id in ("run", "audit"):
+        log = _task_log(services, token, HISTORY_DAG, first["dag_run_id"], task_id)
+        lines = [str(e.get("event", "")) for e in log]
+        assert not [e for e in log if e.get("level") in ("error", "critical")], log
+        assert not [t for t in lines if "Skipping registering function" in t]
+        assert sum(t.startswith(f"windowlib {task_id} {HISTORY}:") for t in lines) == 1, lines
+
+
+def _task_log(services, token: str, dag_id: str, run_id: str, task_id: str) -> list[dict]:
+    """The structured log of try 1 of a task instance (``content``: one dict per event)."""
+    from urllib.parse import quote
+
+    data = _api(services, token, "GET", f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/"
+                f"taskInstances/{task_id}/logs/1?full_content=true")
+    content = data.get("content") or []
+    return [e if isinstance(e, dict) else {"event": str(e)} for e in content]
 
 
 def _browser_or_skip() -> None:
@@ -277,13 +308,52 @@ def _browser_or_skip() -> None:
         pytest.skip(missing)
 
 
-def test_browser_fills_the_backfill_params_form_and_the_run_succeeds(services, tmp_path):
+def _login(page, services, next_path: str) -> None:
+    from urllib.parse import quote
+
+    page.goto(f"{services.url}/auth/login?next={quote(next_path, safe='')}")
+    page.locator("input[name=username]").fill(services.username)
+    page.locator("input[name=password]").fill(services.password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**{next_path}")
+
+
+def _land_redelivery(services, partition: str) -> None:
+    """A re-delivered file in an existing partition of the services' lake."""
+    from datetime import UTC, timedelta
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.synthetic import DATA_PATH
+    from windowlib.state.uri import Uri
+
+    start = datetime.strptime(partition, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+    n = 12
+    table = pa.table({
+        "event_id": pa.array([3_000_000_000 + i for i in range(n)], pa.int64()),
+        "key": pa.array([f"user{i % 3}" for i in range(n)], pa.string()),
+        "ts": pa.array([start + timedelta(minutes=40 + i) for i in range(n)],
+                       pa.timestamp("ms", tz="UTC")),
+        "value": pa.array([5] * n, pa.int64())})
+    lake = Path(Uri.parse(services.env["WINDOWLIB_ROOT"]).arrow_path)
+    pq.write_table(table, lake / DATA_PATH / f"arrival_hour={partition}" / "redelivered-ui.parquet")
+
+
+def test_browser_backfill_from_the_form_updates_the_report_asset_and_links(services, tmp_path):
+    """Issue 17: a real backfill (incremental, over a re-delivered file) triggered from the UI
+    form; then, in the browser, the DAG run's "windowlib report" link shows the regenerated
+    report naming this run, its "Data Docs" link opens GX's Data Docs, and the pipeline's
+    output Asset lists the backfill's event."""
     _browser_or_skip()
     from playwright.sync_api import expect, sync_playwright
 
     token = services.token()
     before = {r["dag_run_id"] for r in _api(services, token, "GET",
                                             "/dags/windowlib_backfill/dagRuns")["dag_runs"]}
+    _land_redelivery(services, "2024-03-01T01")   # new data for the backfill to publish
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
     with sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True,
@@ -292,39 +362,64 @@ def test_browser_fills_the_backfill_params_form_and_the_run_succeeds(services, t
             page = browser.new_page()
             page.set_default_timeout(120_000)          # a loaded 2-core machine
             expect.set_options(timeout=120_000)        # expect() has its own 5 s default
-            page.goto(f"{services.url}/auth/login?next=%2Fdags%2Fwindowlib_backfill")
-            page.locator("input[name=username]").fill(services.username)
-            page.locator("input[name=password]").fill(services.password)
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url("**/dags/windowlib_backfill")
+            _login(page, services, "/dags/windowlib_backfill")
             page.get_by_role("button", name="Trigger").first.click()
             form = page.get_by_role("dialog")
             expect(form.get_by_text("Run Parameters")).to_be_visible()
+            expect(form.get_by_text("First partition", exact=True)).to_be_visible()  # titles
             form.get_by_role("combobox", name="pipeline").click()
             page.get_by_role("option", name="clickstream_demo").click()
             form.locator("input[name=element_first]").fill("2024-03-01T00")
             form.locator("input[name=element_last]").fill("2024-03-01T01")
-            form.get_by_role("combobox", name="mode").click()
-            page.get_by_role("option", name="rebuild").click()
-            form.locator("#switch\\:element_dry_run").click()
-            expect(form.locator("input[name=element_mode]")).to_have_value("rebuild")
-            expect(form.locator("input[name=element_dry_run]")).to_be_checked()
-            page.screenshot(path=str(tmp_path / "trigger-form.png"), full_page=True)
+            expect(form.locator("input[name=element_mode]")).to_have_value("incremental")
+            expect(form.locator("input[name=element_dry_run]")).not_to_be_checked()
+            page.screenshot(path=str(shots / "trigger-form.png"), full_page=True)
             form.get_by_test_id("trigger-dag-submit").click()
-            expect(page.get_by_text("Dag Run Triggered")).to_be_visible()
-            page.screenshot(path=str(tmp_path / "triggered.png"), full_page=True)
+            expect(page.get_by_text("Dag Run Triggered").first).to_be_visible()
+
+            runs = _api(services, token, "GET", "/dags/windowlib_backfill/dagRuns")["dag_runs"]
+            new = [r for r in runs if r["dag_run_id"] not in before]
+            assert len(new) == 1, new
+            run_id = new[0]["dag_run_id"]
+            assert new[0]["triggered_by"] == "ui" and new[0]["conf"] == {
+                "pipeline": "clickstream_demo", "first": "2024-03-01T00",
+                "last": "2024-03-01T01", "mode": "incremental", "dry_run": False,
+                "root": None}
+            run = _wait_run(services, token, "windowlib_backfill", run_id, 1800)
+            assert run["state"] == "success", run
+            value = _xcom(services, token, "windowlib_backfill", run_id, "backfill")
+            assert value["status"] == "published" and value["mode"] == "incremental", value
+            assert "2024-03-01T01" in value["partitions"] and value["files_consumed"] >= 1
+            key = value["run_id"]
+            assert key.startswith("windowlib_backfill:")
+
+            # the DAG run page: one click to the regenerated report, one to the Data Docs
+            from urllib.parse import quote
+
+            plugins = _api(services, token, "GET", "/plugins")["plugins"]
+            assert "windowlib_links" in [p["name"] for p in plugins], plugins
+            page.goto(f"{services.url}/dags/windowlib_backfill/runs/{quote(run_id, safe='')}")
+            page.locator("a[href$='plugin/windowlib_report_dag_run']").first.click()
+            report = page.frame_locator("iframe").first
+            expect(report.get_by_text(key).first).to_be_visible()
+            page.screenshot(path=str(shots / "report-link.png"), full_page=True)
+            page.locator("a[href$='plugin/windowlib_docs_dag_run']").first.click()
+            docs = page.frame_locator("iframe").first
+            expect(docs.locator("body")).to_contain_text("Validation Results")
+            page.screenshot(path=str(shots / "data-docs-link.png"), full_page=True)
+
+            # the pipeline's output Asset lists the backfill's event
+            page.goto(f"{services.url}/assets")
+            page.get_by_role("link", name="windowlib_clickstream_demo_output").click()
+            expect(page.get_by_text("windowlib_backfill").first).to_be_visible()
+            page.screenshot(path=str(shots / "asset-events.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(shots / "failure.png"), full_page=True)
+            (shots / "failure.html").write_text(page.content())
+            raise
         finally:
             browser.close()
-    runs = _api(services, token, "GET", "/dags/windowlib_backfill/dagRuns")["dag_runs"]
-    new = [r for r in runs if r["dag_run_id"] not in before]
-    assert len(new) == 1, new
-    assert new[0]["triggered_by"] == "ui" and new[0]["conf"] == {
-        "pipeline": "clickstream_demo", "first": "2024-03-01T00", "last": "2024-03-01T01",
-        "mode": "rebuild", "dry_run": True, "root": None}
-    run = _wait_run(services, token, "windowlib_backfill", new[0]["dag_run_id"], 1800)
-    assert run["state"] == "success", run
-    value = _xcom(services, token, "windowlib_backfill", new[0]["dag_run_id"], "backfill")
-    assert value["status"] == "dry_run" and value["mode"] == "rebuild"
-    assert value["partitions"] == ["2024-03-01T00", "2024-03-01T01"]
-    assert value["files_consumed"] == 2
-    assert (tmp_path / "triggered.png").stat().st_size > 0
+    events = _api(services, token, "GET", "/assets/events?source_dag_id=windowlib_backfill")
+    mine = [e for e in events["asset_events"] if e["source_run_id"] == run_id]
+    assert [e["extra"]["run_id"] for e in mine] == [key], events
+    assert (shots / "asset-events.png").stat().st_size > 0

@@ -109,8 +109,11 @@ def test_source_paths_stay_inside_the_root(path):
     ({"name": "maintenance", "pipeline": _pipeline("maintenance")}, "NAME_INVALID"),
     ({"retain_versions": 0}, "ARGUMENT_INVALID"),
     ({"retain_versions": True}, "ARGUMENT_INVALID"),
-    ({"schedule": "@hourly"}, "ARGUMENT_INVALID"),
-    ({"schedule": "0 * * *"}, "ARGUMENT_INVALID"),
+    ({"schedule": "0 * * *"}, "ARGUMENT_INVALID"),        # four fields
+    ({"schedule": "61 * * * *"}, "ARGUMENT_INVALID"),     # no minute 61
+    ({"schedule": "every hour"}, "ARGUMENT_INVALID"),
+    ({"schedule": "0 9 * * MON-FUN"}, "ARGUMENT_INVALID"),
+    ({"schedule": 3600}, "ARGUMENT_INVALID"),
     ({"lookback": -1}, "ARGUMENT_INVALID"),
     ({"partition_format": "YYYYMMDD"}, "ARGUMENT_INVALID"),
     ({"watermark": "10 minutes"}, "ARGUMENT_INVALID"),
@@ -121,6 +124,15 @@ def test_invalid_jobs_fail_with_a_code(changes, code):
     with pytest.raises(DefinitionError) as err:
         _job(**changes)
     assert err.value.code == code
+
+
+@pytest.mark.parametrize("schedule", ["@hourly", "@daily", "@weekly", "0 9 * * MON-FRI",
+                                      "*/15 * * * *", "0 6 * * 1-5", "0 0 1 JAN,JUL *",
+                                      "30 2 L * *", "@quarterly"])
+def test_schedules_accept_what_airflow_accepts(schedule):
+    """Airflow's own cron parsing decides (presets, names, ranges, ``L``), not a regex."""
+    pytest.importorskip("airflow")
+    assert _job(schedule=schedule).schedule == schedule
 
 
 def test_partition_range_covers_the_interval_and_the_lookback():
