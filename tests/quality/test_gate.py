@@ -127,3 +127,16 @@ def lake_path(root: str):
     from pathlib import Path
 
     return Path(root[len("file://"):])
+
+
+def test_a_published_rebuild_is_in_the_run_history_and_the_report(spark, lake):
+    job = get_job("clickstream_demo")
+    first = run_job(job, lake, spark=spark, validate=False)
+    rebuilt = backfill_job(job, lake, None, None, rebuild=True, spark=spark, validate=False)
+    assert first.version == 1 and rebuilt.published
+    history = run_history(job, lake)
+    assert [h["version"] for h in history] == [1, job_status(job, lake)["version"]]
+    assert [h.get("rebuild", False) for h in history] == [False, True]
+    assert history[-1]["inputs"] == rebuilt.inputs and history[-1]["run_id"] == rebuilt.run_id
+    html = render_report(job.name, history)
+    assert f"v{history[-1]['version']} (rebuild)" in html

@@ -136,7 +136,8 @@ def _href(path: Any, links_from: Any) -> str:
 
 def _label(run: Mapping[str, Any], i: int) -> str:
     version = run.get("version")
-    return f"v{version}" if version is not None else f"run {i + 1}"
+    label = f"v{version}" if version is not None else f"run {i + 1}"
+    return f"{label} (rebuild)" if run.get("rebuild") else label
 
 
 def _num(value: Any) -> float:

@@ -394,7 +394,7 @@ def _rebuild(pipeline: Pipeline, source: PartitionedSource, main: CheckpointStor
     if summary.status != RunStatus.PUBLISHED:
         summary.status = summary.status.as_rebuild()
         return summary
-    commit = main.commit_generation(line, run_id=run_id or "rebuild")
+    commit = main.commit_generation(line, run_id=summary.run_id)   # the run that built it
     summary.version, summary.generation = commit.version, commit.generation
     summary.tables = sync_tables(main, settings=options["settings"])
     summary.status = RunStatus.REBUILD_PUBLISHED

@@ -330,16 +330,18 @@ def verify_job(job: Any, root: str, *, spark: Any = None) -> Any:
 
 
 def run_history(job: Any, root: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """Committed run summaries, oldest first (for reports)."""
+    """Committed run summaries, oldest first (for reports). A published rebuild is one entry
+    with ``rebuild: True`` and the figures of the new generation's last run."""
     checkpoint, _ = job.locations(root)
     cs = open_checkpoint(job.pipeline, checkpoint)
     out = []
     for c in reversed(cs.history(limit)):
-        if c.kind != "run":
+        if c.kind not in ("run", "generation"):
             continue
         s = dict(c.stats)
         details = CommitDetails.of(c.extra)
         s.update(version=c.version, run_id=c.run_id, published=True,
+                 rebuild=c.kind == "generation",
                  validation=details.validation, publish_on_failure=details.publish_on_failure)
         if not s.get("finished_at"):  # stats are recorded before the commit time is known
             s["finished_at"] = c.created_at
