@@ -16,6 +16,7 @@ import pytest
 
 import windowlib as wl
 from windowlib import aggregates as agg
+from windowlib.core.errors import StateError
 from windowlib.runs.incremental import open_checkpoint, plan_run, run_incremental, stage_run
 from windowlib.runs.outputs import latest_query, read_firings, read_late, read_latest, read_rejects
 from windowlib.runs.tables import open_table, read_table, spark_names, sync_tables
@@ -107,6 +108,7 @@ def test_catalog_duckdb_and_read_latest_agree_across_runs_late_data_and_rebuild(
     first = run_incremental(p, partitions=("2024-03-01T00", "2024-03-01T02"), watermark=WM,
                             spark=spark, **loc)
     assert first.tables["firings"] == {"version": 1, "delta_version": 0}
+    after_first = dt.datetime.now(dt.UTC)
     _agree(spark, loc["output"], p.name)
     v1_firings = _rows(read_firings(loc["output"], spark=spark).collect(), drop=())
     run_incremental(p, watermark=WM, spark=spark, **loc)
@@ -120,6 +122,12 @@ def test_catalog_duckdb_and_read_latest_agree_across_runs_late_data_and_rebuild(
     # time travel: the table as checkpoint version 1 showed it
     assert _rows(read_table(loc["output"], "firings", version=1, spark=spark).collect(),
                  drop=()) == v1_firings
+    assert _rows(read_table(loc["output"], "firings", as_of=after_first, spark=spark).collect(),
+                 drop=()) == v1_firings
+    with pytest.raises(StateError) as early:
+        read_table(loc["output"], "firings", as_of=after_first - dt.timedelta(days=1),
+                   spark=spark)
+    assert early.value.code == "TABLE_VERSION_NOT_FOUND"
     # a rebuild replaces every table atomically with the new generation's files
     rebuilt = run_incremental(p, watermark=WM, spark=spark, rebuild=True, **loc)
     assert rebuilt.status == "rebuild published"

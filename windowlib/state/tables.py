@@ -74,6 +74,20 @@ class TableState:
     files: int
 
 
+def _check_existed(dt: Any, uri: Any, as_of: datetime | str) -> None:
+    """``TABLE_VERSION_NOT_FOUND`` unless the table had a version at ``as_of`` (delta-rs
+    would answer with its first version for any earlier time)."""
+    when = datetime.fromisoformat(as_of) if isinstance(as_of, str) else as_of
+    if when.tzinfo is None:
+        raise StateError(f"as_of {as_of!r} needs a time zone (e.g. ...+00:00)",
+                         code="ARGUMENT_INVALID")
+    first_ms = min((int(h["timestamp"]) for h in dt.history() if "timestamp" in h), default=None)
+    if first_ms is not None and when.timestamp() * 1000 < first_ms:
+        first = datetime.fromtimestamp(first_ms / 1000, tz=when.tzinfo)
+        raise StateError(f"table {uri} did not exist yet at {when.isoformat()} (its first "
+                         f"version is from {first.isoformat()})", code="TABLE_VERSION_NOT_FOUND")
+
+
 def _unavailable(where: str, exc: BaseException) -> StateError:
     return StateError(f"output table {where}: {type(exc).__name__}: {exc}",
                       code="TABLE_UNAVAILABLE")
@@ -153,6 +167,8 @@ class OutputTable:
                                  f"{checkpoint_version} (it showed {shown})",
                                  code="TABLE_VERSION_NOT_FOUND")
             delta_version = found[checkpoint_version]
+        if delta_version is None and as_of is not None:
+            _check_existed(dt, self.uri, as_of)
         target = delta_version if delta_version is not None else as_of
         if target is not None:
             try:
