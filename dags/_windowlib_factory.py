@@ -431,9 +431,6 @@ def do_report(name: str, root: str) -> str:
     return str(target)
 
 
-_PARTITION_RE = {"YYYY-MM-DDTHH": r"\d{4}-\d{2}-\d{2}T\d{2}", "YYYY-MM-DD": r"\d{4}-\d{2}-\d{2}"}
-
-
 def gc_task(pipeline: str, context: Any) -> dict[str, Any]:
     """The ``windowlib_maintenance`` task of one pipeline: ``gc_job`` under the Params' root
     and grace period; returns what was removed (small JSON)."""
@@ -473,21 +470,14 @@ def backfill_task(context: Any) -> dict[str, Any]:
 
 
 def _backfill(context: Any) -> dict[str, Any]:
-    from windowlib.runs.operations import backfill_job
+    from windowlib.runs.operations import backfill_job, check_job_range
 
     p = context["params"]
     job = get_job(p["pipeline"])
     root = resolve_root(p)
     first = p.get("first") or p.get("last") or last_complete_partition(job)
     last, mode = p.get("last") or first, p["mode"]
-    pattern = _PARTITION_RE.get(job.partition_format)
-    for what, value in (("first", first), ("last", last)):
-        if pattern and not re.fullmatch(pattern, str(value)):
-            raise AirflowFailException(
-                f"{what} partition {value!r} is not a {job.source.partition} value of pipeline "
-                f"{job.name!r} (format {job.partition_format})")
-    if first > last:
-        raise AirflowFailException(f"first partition {first} is after last {last}")
+    check_job_range(job, first, last)   # the one range rule (codes as in the CLI)
     if mode not in ("incremental", "rebuild"):
         raise AirflowFailException(f"mode must be incremental or rebuild, got {mode!r}")
     base = run_key(context["dag"].dag_id, context["dag_run"].run_id)

@@ -73,3 +73,16 @@ def test_backfill_and_gc_tasks_follow_the_rule(monkeypatch, factory):
         monkeypatch.setattr(factory, "get_job", get_job)
         with pytest.raises(raised, match=rf"^\[{code}\]"):
             factory.backfill_task({"params": {"pipeline": "clickstream_demo"}})
+
+
+@pytest.mark.parametrize("first, last, code", [
+    ("2024-03-01T05", "2024-03-01T02", "PARTITION_RANGE_REVERSED"),
+    ("2024-03-01", "2024-03-01", "PARTITION_PRECISION_MISMATCH"),
+])
+def test_backfill_params_are_checked_by_the_one_partition_range_rule(first, last, code, factory):
+    """The backfill DAG has no range rule of its own: ``runs.operations.check_job_range``
+    decides, with the same codes as the CLI and run_pipeline.py, and no retry."""
+    params = {"pipeline": "clickstream_demo", "first": first, "last": last,
+              "mode": "incremental", "root": "file:///tmp/windowlib-never-used"}
+    with pytest.raises(AirflowFailException, match=rf"^\[{code}\]"):
+        factory.backfill_task({"params": params})
