@@ -7,12 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from clicks_lake import T0, clicks_pipeline, locations, write_partition
 
 import windowlib as wl
-from windowlib import aggregates as agg
 from windowlib.core.errors import StateError
 from windowlib.runs.incremental import (
     open_checkpoint,
@@ -22,31 +20,14 @@ from windowlib.runs.incremental import (
     stage_run,
 )
 from windowlib.runs.outputs import read_firings, read_late, read_latest, read_rejects
-from windowlib.runs.source import PartitionedSource
 
 pytestmark = pytest.mark.spark
 
-T0 = dt.datetime(2024, 3, 1, 0, 0, tzinfo=dt.UTC)
-SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
-                    ("value", pa.int64())])
 
 
 def pipeline() -> wl.Pipeline:
-    return (wl.Pipeline("clicks_incremental", timestamp="ts").key_by("key")
-            .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
-            .trigger(wl.EventTimeTrigger.after_end_of_window()
-                     .with_early_trigger(wl.CountTrigger.at_least(3)))
-            .allowed_lateness(wl.Time.hours(3))
-            .aggregate(agg.sum("value").alias("total"), agg.count()))
+    return clicks_pipeline("clicks_incremental")
 
-
-def write_partition(root, hour: int, rows: list[tuple], name: str = "part-0") -> None:
-    value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
-    folder = root / f"arrival_hour={value}"
-    folder.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([{"key": k, "ts": t, "value": v} for k, t, v in rows],
-                                 schema=SCHEMA)
-    pq.write_table(table, folder / f"{name}.parquet")
 
 
 def hour_rows(rng: random.Random, hour: int, n: int = 25) -> list[tuple]:
@@ -69,11 +50,6 @@ def lake(tmp_path):
         write_partition(src, hour, hour_rows(rng, hour))
     return tmp_path
 
-
-def locations(lake, tag: str) -> dict:
-    return {"source": PartitionedSource(f"file://{lake}/events", partition="arrival_hour"),
-            "checkpoint": f"file://{lake}/{tag}/checkpoints",
-            "output": f"file://{lake}/{tag}/windows"}
 
 
 def firing_rows(spark, output) -> list[tuple]:

@@ -10,12 +10,10 @@ import json
 import random
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from clicks_lake import T0, clicks_pipeline, locations, write_partition
 
 import windowlib as wl
-from windowlib import aggregates as agg
 from windowlib.core.errors import StateError
 from windowlib.runs.incremental import open_checkpoint, plan_run, run_incremental, stage_run
 from windowlib.runs.outputs import latest_query, read_firings, read_late, read_latest, read_rejects
@@ -23,28 +21,12 @@ from windowlib.runs.tables import open_table, read_table, spark_names, sync_tabl
 
 pytestmark = pytest.mark.spark
 
-T0 = dt.datetime(2024, 3, 1, 0, 0, tzinfo=dt.UTC)
-SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
-                    ("value", pa.int64())])
 WM = wl.BoundedOutOfOrderness("10 minutes")
 
 
 def pipeline() -> wl.Pipeline:
-    return (wl.Pipeline("clicks_tables", timestamp="ts").key_by("key")
-            .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
-            .trigger(wl.EventTimeTrigger.after_end_of_window()
-                     .with_early_trigger(wl.CountTrigger.at_least(3)))
-            .allowed_lateness(wl.Time.hours(3))
-            .aggregate(agg.sum("value").alias("total"), agg.count()))
+    return clicks_pipeline("clicks_tables")
 
-
-def write_partition(root, hour: int, rows: list[tuple], name: str = "part-0") -> None:
-    value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
-    folder = root / f"arrival_hour={value}"
-    folder.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([{"key": k, "ts": t, "value": v} for k, t, v in rows],
-                                 schema=SCHEMA)
-    pq.write_table(table, folder / f"{name}.parquet")
 
 
 @pytest.fixture
@@ -57,11 +39,6 @@ def lake(tmp_path):
         write_partition(tmp_path / "events", hour, [*rows, (None, start, 1)])
     return tmp_path
 
-
-def locations(lake, tag: str) -> dict:
-    return {"source": wl.PartitionedSource(f"file://{lake}/events", partition="arrival_hour"),
-            "checkpoint": f"file://{lake}/{tag}/checkpoints",
-            "output": f"file://{lake}/{tag}/windows"}
 
 
 def _rows(rows, drop=("run_id",)) -> list[tuple]:

@@ -1,0 +1,44 @@
+"""The small hourly clickstream lake that incremental-run tests share: its schema, first hour,
+one pipeline (named per test module, so Spark catalog names never collide in a shared
+session), how a partition file is written and where a run's checkpoint and outputs go."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import windowlib as wl
+from windowlib import aggregates as agg
+
+T0 = dt.datetime(2024, 3, 1, 0, 0, tzinfo=dt.UTC)
+SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
+                    ("value", pa.int64())])
+
+
+def clicks_pipeline(name: str) -> wl.Pipeline:
+    """30-minute tumbling sum and count, early firings every 3 elements, 3 h lateness."""
+    return (wl.Pipeline(name, timestamp="ts").key_by("key")
+            .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
+            .trigger(wl.EventTimeTrigger.after_end_of_window()
+                     .with_early_trigger(wl.CountTrigger.at_least(3)))
+            .allowed_lateness(wl.Time.hours(3))
+            .aggregate(agg.sum("value").alias("total"), agg.count()))
+
+
+def write_partition(root, hour: int, rows: list[tuple], name: str = "part-0") -> None:
+    """``rows`` of ``(key, ts, value)`` as ``arrival_hour=<T0 + hour>/<name>.parquet``."""
+    value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+    folder = root / f"arrival_hour={value}"
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist([{"key": k, "ts": t, "value": v} for k, t, v in rows],
+                                 schema=SCHEMA)
+    pq.write_table(table, folder / f"{name}.parquet")
+
+
+def locations(lake, tag: str) -> dict:
+    """``run_incremental`` keywords for the lake's ``events`` source under ``tag``."""
+    return {"source": wl.PartitionedSource(f"file://{lake}/events", partition="arrival_hour"),
+            "checkpoint": f"file://{lake}/{tag}/checkpoints",
+            "output": f"file://{lake}/{tag}/windows"}
