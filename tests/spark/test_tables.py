@@ -14,7 +14,7 @@ import pytest
 from clicks_lake import T0, clicks_pipeline, locations, write_partition
 
 import windowlib as wl
-from windowlib.core.errors import StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.runs.incremental import open_checkpoint, plan_run, run_incremental, stage_run
 from windowlib.runs.outputs import latest_query, read_firings, read_late, read_latest, read_rejects
 from windowlib.runs.tables import open_table, read_table, spark_names, sync_tables
@@ -105,6 +105,10 @@ def test_catalog_duckdb_and_read_latest_agree_across_runs_late_data_and_rebuild(
         read_table(loc["output"], "firings", as_of=after_first - dt.timedelta(days=1),
                    spark=spark)
     assert early.value.code == "TABLE_VERSION_NOT_FOUND"
+    with pytest.raises(DefinitionError) as zoneless:  # a wall-clock time without a zone
+        read_table(loc["output"], "firings", as_of=after_first.replace(tzinfo=None),
+                   spark=spark)
+    assert zoneless.value.code == "ARGUMENT_INVALID" and "time zone" in str(zoneless.value)
     # a rebuild replaces every table atomically with the new generation's files
     rebuilt = run_incremental(p, watermark=WM, spark=spark, rebuild=True, **loc)
     assert rebuilt.status == "rebuild published"

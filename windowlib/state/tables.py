@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from windowlib.core.errors import StateError
+from windowlib.core.errors import DefinitionError, StateError
 from windowlib.state import layout as L
 from windowlib.state.objectstore import ObjectStore
 from windowlib.state.s3config import S3Settings
@@ -79,7 +79,7 @@ def _check_existed(dt: Any, uri: Any, as_of: datetime | str) -> None:
     would answer with its first version for any earlier time)."""
     when = datetime.fromisoformat(as_of) if isinstance(as_of, str) else as_of
     if when.tzinfo is None:
-        raise StateError(f"as_of {as_of!r} needs a time zone (e.g. ...+00:00)",
+        raise DefinitionError(f"as_of {as_of!r} needs a time zone (e.g. ...+00:00)",
                          code="ARGUMENT_INVALID")
     first_ms = min((int(h["timestamp"]) for h in dt.history() if "timestamp" in h), default=None)
     if first_ms is not None and when.timestamp() * 1000 < first_ms:
