@@ -7,9 +7,11 @@ a run publishes under the plan's idempotency key; a second run of the same DAG r
 nothing new. With the connection pointing at a real standalone cluster (the ``spark_cluster``
 fixture: 2 workers without ``AWS_*`` variables) and the lake on SeaweedFS, the submitted
 application runs on the cluster's executors and publishes; no secret reaches the task's
-output. (A failed audit makes the submitted ``run_pipeline.py`` exit 1, which fails the
-task; ``tests/jobs/test_jobs_run_pipeline_spark.py`` pins that exit code and its message
-in-process instead of paying a second ``spark-submit`` here.)"""
+output. With a Spark Connect server whose master is that cluster named by a ``spark_connect``
+connection instead, the five-task DAG runs as thin Connect clients on the cluster. (A failed
+audit makes the submitted ``run_pipeline.py`` exit 1, which fails the task;
+``tests/jobs/test_jobs_run_pipeline_spark.py`` pins that exit code and its message in-process
+instead of paying a second ``spark-submit`` here.)"""
 
 from __future__ import annotations
 
@@ -106,3 +108,44 @@ def test_the_dag_submits_to_a_spark_cluster_through_the_spark_connection(
         status = job_status(get("clickstream_demo"), root)
     assert status["version"] == 1 and status["files_consumed_total"] == 1, status
     assert seaweed_s3.secret_access_key not in output
+
+
+@pytest.mark.s3
+@pytest.mark.e2e
+def test_the_dag_runs_through_a_connect_server_attached_to_the_cluster(
+        airflow_db, spark_cluster, seaweed_s3):
+    """The other way a DAG reaches a cluster: its tasks are thin Spark Connect clients of a
+    server whose master is the cluster (an Airflow ``spark_connect`` connection names it). The
+    whole plan -> run -> audit -> publish -> report chain runs on the cluster's executors."""
+    from s3_servers import use_env
+
+    from infra.spark_connect import start_connect_server
+    from jobs.registry import get
+    from jobs.synthetic import DATA_PATH, write_synthetic
+    from windowlib.runs.operations import job_status, run_history
+
+    root = f"s3://{seaweed_s3.create_bucket('dagconnectcluster')}/lake"
+    with use_env(seaweed_s3.env()):
+        write_synthetic(f"{root}/{DATA_PATH}", hours=1, events_per_hour=40,
+                        late_fraction=0.0, very_late_fraction=0.0)
+    with start_connect_server(master=spark_cluster.master_url) as server:
+        host, port = server.url[len("sc://"):].split(":")
+        result, output = _dag_test(
+            root, WINDOWLIB_SPARK_CONN_ID="", SPARK_REMOTE="",
+            WINDOWLIB_SPARK_CONNECT_CONN_ID="wl_connect_cluster",
+            AIRFLOW_CONN_WL_CONNECT_CLUSTER=json.dumps(
+                {"conn_type": "spark_connect", "host": host, "port": int(port)}),
+            **seaweed_s3.env())
+        apps = [a for a in spark_cluster.status()["activeapps"]
+                if a["name"] == "windowlib Spark Connect server"]
+        log = server.log_path.read_text(errors="replace")
+    assert result["state"] == "success", output[-5000:]
+    assert result["tasks"] == {t: "success" for t in ("plan", "run", "audit", "publish",
+                                                      "report")}, output[-5000:]
+    assert len(apps) == 1 and apps[0]["cores"] == spark_cluster.cores, apps
+    with use_env(seaweed_s3.env()):
+        status = job_status(get("clickstream_demo"), root)
+        last = run_history(get("clickstream_demo"), root)[-1]
+    assert status["version"] == 1 and status["files_consumed_total"] == 1, status
+    assert last["validation"]["success"] is True and last["firings"] > 0, last
+    assert seaweed_s3.secret_access_key not in output + log
