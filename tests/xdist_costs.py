@@ -29,9 +29,9 @@ import pytest
 # DEFAULT_TEST_S each. Re-measure with `--durations=0` when a module changes a lot.
 COST_S: dict[str, float] = {
     "tests/spark/test_connect.py": 950,
-    "tests/spark/test_cluster.py": 700,     # a 2-worker cluster + SeaweedFS; 4 applications
+    "tests/spark/test_cluster.py": 520,     # a 2-worker cluster + SeaweedFS; 3 applications
     "tests/spark/test_transcripts_spark.py": 880,
-    "tests/spark/test_differential_properties.py": 700,    # 300 examples under CI
+    "tests/spark/test_differential_properties.py": 380,    # 150 examples under CI
     "tests/state/test_state_crash.py": 600,    # 850 before the reference was shared
     "tests/spark/test_frames.py": 610,
     "tests/spark/test_native_path.py": 600,

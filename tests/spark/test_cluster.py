@@ -17,8 +17,8 @@ credentials (forwarded in the pickled task closures, never in the Spark configur
   installed in their environment; a one-shot ``Pipeline.run`` whose function lives in an
   unshipped module fails with ``MODULE_UNAVAILABLE`` naming it and, once shipped, equals the
   same run on ``local[2]``; with credential forwarding off the executors cannot read S3.
-- ``SPARK_REMOTE`` at a Spark Connect server whose master is the cluster: the same two runs
-  (code shipped as Connect artifacts) commit what the ``local[2]`` runs did.
+- A Spark Connect server whose master is the cluster (code shipped as Connect artifacts):
+  ``tests/airflow/test_dag_spark_submit.py`` runs a whole pipeline DAG through one.
 
 Applications run in subprocesses: this process holds the local ``spark`` session.
 """
@@ -180,31 +180,3 @@ def test_code_ships_and_credentials_forward_only_through_the_application(
     assert isinstance(report["read_without_credentials"], str), report
     assert report["read_with_credentials"] > 0
     assert seaweed_s3.secret_access_key not in proc.stdout + proc.stderr
-
-
-def test_a_connect_server_on_the_cluster_runs_the_same_incremental_runs(
-        spark, spark_cluster, seaweed_s3, lake, on_local):
-    """``SPARK_REMOTE`` at a Spark Connect server whose master is the cluster: windowlib and the
-    registry's package reach the executors as Connect artifacts; the same two runs commit what
-    the ``local[2]`` runs did."""
-    from infra.spark_connect import start_connect_server
-
-    root = lake["cluster"].rsplit("/", 1)[0] + "/connect"     # the same bucket
-    with use_env(seaweed_s3.env()):
-        write_synthetic(f"{root}/{DATA_PATH}", hours=HOURS, events_per_hour=EVENTS,
-                        keys=KEYS, late_fraction=0.1, very_late_fraction=0.05)
-    with start_connect_server(master=spark_cluster.master_url) as server:
-        env = {**driver_env(seaweed_s3), "SPARK_REMOTE": server.url}
-        first, out1 = run_pipeline("local[2]", root, env, "--first", T00, "--last", T02,
-                                   "--no-validate")
-        with use_env(seaweed_s3.env()):
-            land_late(root, job_status(get("clickstream_demo"), root)["watermark"])
-        rerun, out2 = run_pipeline("local[2]", root, env, "--first", T00, "--last", T00,
-                                   "--no-validate")
-        log = server.log_path.read_text(errors="replace")
-        apps = spark_cluster.status()["activeapps"]
-    assert (first["status"], rerun["status"]) == ("published", "published")
-    assert [a["cores"] for a in apps if a["name"] == "windowlib Spark Connect server"] == [2]
-    with use_env(seaweed_s3.env()):
-        assert observed(spark, root) == on_local["observed"]
-    assert seaweed_s3.secret_access_key not in out1 + out2 + log

@@ -16,7 +16,7 @@ watermarks, empty bundles, bad rows), a random watermark strategy, finalized or 
 
 Cost: each example is one Spark run (two small jobs, ~0.3-1 s warm), so an example carries
 several keys instead of one; examples run in one shared SparkSession. The number of examples
-is ``SPARK_EXAMPLES``: 300 when ``CI`` is set (the "ci" profile), 25 otherwise;
+is ``SPARK_EXAMPLES``: 150 when ``CI`` is set (the "ci" profile), 25 otherwise;
 ``WINDOWLIB_SPARK_EXAMPLES`` overrides it.
 """
 
@@ -44,7 +44,7 @@ for _module in (strategies, sys.modules[__name__]):
         cloudpickle.register_pickle_by_value(_module)
 
 SPARK_EXAMPLES = int(os.environ.get("WINDOWLIB_SPARK_EXAMPLES")
-                     or (300 if os.environ.get("CI") else 25))
+                     or (150 if os.environ.get("CI") else 25))
 SPARK_SETTINGS = settings(max_examples=SPARK_EXAMPLES, deadline=None, derandomize=False,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.data_too_large,
