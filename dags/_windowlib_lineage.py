@@ -32,23 +32,26 @@ STAGES = ("plan", "run", "audit", "publish", "report", "backfill", "gc")
 
 
 class _Lineage:
-    """The OpenLineage methods of a windowlib task (mixed into TaskFlow's operators)."""
+    """The OpenLineage methods of a windowlib task (mixed into TaskFlow's operators; the
+    metaclass of operators wraps only ``__init__``/``execute`` a class defines itself, hence
+    the two small subclasses below)."""
 
-    def __init__(self, *, windowlib_stage: str, windowlib_pipeline: str | None = None,
-                 **kwargs: Any) -> None:
-        if windowlib_stage not in STAGES:
-            raise ValueError(f"windowlib_stage must be one of {STAGES}, got {windowlib_stage!r}")
-        super().__init__(**kwargs)
-        self.windowlib_stage = windowlib_stage
-        self.windowlib_pipeline = windowlib_pipeline
+    windowlib_stage: str
+    windowlib_pipeline: str | None
+
+    def _lineage_setup(self, stage: str, pipeline: str | None) -> None:
+        if stage not in STAGES:
+            raise ValueError(f"windowlib_stage must be one of {STAGES}, got {stage!r}")
+        self.windowlib_stage, self.windowlib_pipeline = stage, pipeline
         self._wl_params: dict[str, Any] = {}
         self._wl_result: Any = None
         self._wl_error: BaseException | None = None
 
-    def execute(self, context: Any) -> Any:
+    def _lineage_execute(self, run: Any, context: Any) -> Any:
+        """``run(context)`` (the operator's own execute), keeping its result or error."""
         self._wl_params = dict(context.get("params") or {})
         try:
-            result = super().execute(context)  # type: ignore[misc]
+            result = run(context)
         except BaseException as exc:
             self._wl_error = exc
             raise
@@ -68,9 +71,25 @@ class _Lineage:
 class WindowlibTaskOperator(_Lineage, _PythonDecoratedOperator):
     """``@task`` with windowlib's lineage."""
 
+    def __init__(self, *, windowlib_stage: str, windowlib_pipeline: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._lineage_setup(windowlib_stage, windowlib_pipeline)
+
+    def execute(self, context: Any) -> Any:
+        return self._lineage_execute(super().execute, context)
+
 
 class WindowlibShortCircuitOperator(_Lineage, _ShortCircuitDecoratedOperator):
     """``@task.short_circuit`` with windowlib's lineage."""
+
+    def __init__(self, *, windowlib_stage: str, windowlib_pipeline: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._lineage_setup(windowlib_stage, windowlib_pipeline)
+
+    def execute(self, context: Any) -> Any:
+        return self._lineage_execute(super().execute, context)
 
 
 def lineage_task(stage: str, pipeline: str | None = None, *, short_circuit: bool = False,

@@ -26,7 +26,7 @@ HEAVY = ("pyspark", "great_expectations", "pandas", "pyarrow", "boto3", "botocor
          "windowlib.runs", "windowlib.engines", "windowlib.quality",
          "windowlib.state.checkpoint", "windowlib.state.objectstore", "windowlib.state.stores",
          "windowlib.state.s3config", "windowlib.state.s3store", "windowlib.state.manifest",
-         "windowlib.state.taskfs")
+         "windowlib.state.taskfs", "openlineage", "airflow.providers.openlineage")
 
 _PROBE = """
 import json, sys, time

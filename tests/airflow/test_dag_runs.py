@@ -195,7 +195,7 @@ def test_failed_audit_blocks_publishing_and_names_the_expectation(airflow_db, tm
         failed = ol.of(ol.events_since(start), "publish", "FAIL")
         assert len(failed) == 1 and ol.run_facet(failed[0])["status"] == "staged"
         assert failed[0]["run"]["facets"]["windowlib_error"]["code"] == "BLOCKED"
-        checks = {a["column"]: a["success"] for e in failed[0]["inputs"]
+        checks = {a.get("column"): a["success"] for e in failed[0]["inputs"]
                   for a in e.get("inputFacets", {}).get("dataQualityAssertions", {}).get(
                       "assertions", [])}
         assert checks.get("clicks") is False and any(checks.values())
