@@ -310,7 +310,7 @@ def publish_run(pipeline: Pipeline, checkpoint: str | CheckpointStore,
     return summary
 
 
-@emits_lineage    # OpenLineage events when configured (docs/lineage.md); else a plain call
+@emits_lineage(open_checkpoint)   # OpenLineage events when configured (docs/lineage.md)
 def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                     checkpoint: str | CheckpointStore,
                     output: str, partitions: Sequence[Any] | None = None,

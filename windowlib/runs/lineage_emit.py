@@ -62,25 +62,33 @@ def suppressed() -> Iterator[None]:
         _SUPPRESSED.reset(token)
 
 
-def emits_lineage(fn: Callable[..., Any]) -> Callable[..., Any]:
+def emits_lineage(open_checkpoint: Callable[..., Any]) -> Callable[[Callable[..., Any]], Any]:
     """Decorate ``run_incremental(pipeline, source, checkpoint, ...)``: START before, COMPLETE
-    or FAIL after, when :func:`configured`; otherwise a plain call."""
+    or FAIL after, when :func:`configured`; otherwise a plain call. ``open_checkpoint``:
+    ``runs.incremental.open_checkpoint`` (passed in: no import cycle)."""
 
-    @functools.wraps(fn)
-    def run(pipeline: Any, source: Any, checkpoint: Any, *args: Any, **kwargs: Any) -> Any:
-        if _SUPPRESSED.get() or not configured():
-            return fn(pipeline, source, checkpoint, *args, **kwargs)
-        events = _RunEvents.start(pipeline, source, checkpoint, kwargs.get("settings"))
-        try:
-            with suppressed():
-                summary = fn(pipeline, source, checkpoint, *args, **kwargs)
-        except BaseException as exc:
-            events.fail(exc)
-            raise
-        events.finish(summary)
-        return summary
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def run(pipeline: Any, source: Any, checkpoint: Any, *args: Any, **kwargs: Any) -> Any:
+            if _SUPPRESSED.get() or not configured():
+                return fn(pipeline, source, checkpoint, *args, **kwargs)
+            try:
+                cs = open_checkpoint(pipeline, checkpoint, kwargs.get("settings"))
+            except Exception:    # the run reports this itself; lineage never raises
+                return fn(pipeline, source, checkpoint, *args, **kwargs)
+            events = _RunEvents.start(pipeline, source, cs)
+            try:
+                with suppressed():
+                    summary = fn(pipeline, source, checkpoint, *args, **kwargs)
+            except BaseException as exc:
+                events.fail(exc)
+                raise
+            events.finish(summary)
+            return summary
 
-    return run
+        return run
+
+    return decorate
 
 
 @functools.cache
@@ -105,10 +113,8 @@ class _RunEvents:
         self.broken = False
 
     @classmethod
-    def start(cls, pipeline: Any, source: Any, checkpoint: Any, settings: Any) -> _RunEvents:
-        from windowlib.runs.incremental import open_checkpoint
-
-        events = cls(pipeline, source, open_checkpoint(pipeline, checkpoint, settings))
+    def start(cls, pipeline: Any, source: Any, cs: Any) -> _RunEvents:
+        events = cls(pipeline, source, cs)
         events._guarded("START", events._start)
         return events
 
