@@ -204,10 +204,8 @@ def task_scope() -> Iterator[None]:
     """Every task body runs inside: library noise below INFO (``quiet_task_logs``), S3 through
     the Airflow AWS connection when ``$WINDOWLIB_AWS_CONN_ID`` names one, and user errors
     failing without retry (``user_errors_fail_fast``)."""
-    from windowlib.runs.lineage_emit import suppressed  # the provider emits task events
-
     quiet_task_logs()
-    with aws_connection_env(), user_errors_fail_fast(), suppressed():
+    with aws_connection_env(), user_errors_fail_fast():
         yield
 
 

@@ -16,8 +16,8 @@ Invariants:
   i.e. only when lineage is configured.
 * Lineage never fails a task: the provider logs a failed method as a warning; a task's own
   exception is recorded before it propagates and reported in ``windowlib_error``.
-* Inside a task the direct client path is off (``task_scope`` calls
-  ``windowlib.runs.lineage_emit.suppressed``): the provider emits the task's events once.
+* Inside a task the direct client path is off (``lineage_emit.suppressed`` around ``execute``):
+  the provider emits the task's events once.
 """
 
 from __future__ import annotations
@@ -48,10 +48,14 @@ class _Lineage:
         self._wl_error: BaseException | None = None
 
     def _lineage_execute(self, run: Any, context: Any) -> Any:
-        """``run(context)`` (the operator's own execute), keeping its result or error."""
+        """``run(context)`` (the operator's own execute), keeping its result or error; the
+        client path is off inside (the provider emits this task's events)."""
+        from windowlib.runs.lineage_emit import suppressed
+
         self._wl_params = dict(context.get("params") or {})
         try:
-            result = run(context)
+            with suppressed():
+                result = run(context)
         except BaseException as exc:
             self._wl_error = exc
             raise

@@ -39,6 +39,9 @@ AIRFLOW_ENV = {
     "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
         {"type": "file", "log_file_path": str(HOME / "lineage.jsonl"), "append": True}),
     "AIRFLOW__OPENLINEAGE__NAMESPACE": "windowlib-tests",
+    # in a thread, not a forked child: a fork shares the task's py4j socket with Spark's JVM
+    # (measured: py4j "Connection reset by peer" mid-run when forking; docs/lineage.md)
+    "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
 }
 LINEAGE_EVENTS = HOME / "lineage.jsonl"
 os.environ.update(AIRFLOW_ENV)
