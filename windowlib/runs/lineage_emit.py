@@ -74,9 +74,13 @@ def emits_lineage(open_checkpoint: Callable[..., Any]) -> Callable[[Callable[...
                 return fn(pipeline, source, checkpoint, *args, **kwargs)
             try:
                 cs = open_checkpoint(pipeline, checkpoint, kwargs.get("settings"))
-            except Exception:    # the run reports this itself; lineage never raises
+                events = _RunEvents.start(pipeline, source, cs)
+            except ImportError:
+                log.warning("OpenLineage is configured but openlineage-python is not installed "
+                            "(pip install 'windowlib[lineage]'); running without lineage")
                 return fn(pipeline, source, checkpoint, *args, **kwargs)
-            events = _RunEvents.start(pipeline, source, cs)
+            except Exception:   # a bad checkpoint location: the run itself reports it
+                return fn(pipeline, source, checkpoint, *args, **kwargs)
             try:
                 with suppressed():
                     summary = fn(pipeline, source, checkpoint, *args, **kwargs)
