@@ -201,3 +201,14 @@ def test_nothing_configured_means_nothing_imported(tmp_path, lineage_env):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd="/", check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_configured_without_the_client_installed_runs_with_a_warning(lineage_env, monkeypatch,
+                                                                      caplog):
+    monkeypatch.setitem(sys.modules, "openlineage.client.uuid", None)   # import fails
+    lineage_env.setenv("OPENLINEAGE_URL", "http://127.0.0.1:1")
+    run = lineage_emit.emits_lineage(lambda pipeline, checkpoint, settings: object())(
+        lambda pipeline, source, checkpoint: "ran")
+    with caplog.at_level(logging.WARNING, logger="windowlib.runs.lineage_emit"):
+        assert run(clicks_pipeline("clicks_no_client"), None, "file:///tmp/x") == "ran"
+    assert "openlineage-python is not installed" in caplog.text
