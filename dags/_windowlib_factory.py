@@ -69,7 +69,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, Asset, AssetAlias, CronDataIntervalTimetable, Param, task
+from airflow.sdk import DAG, Asset, AssetAlias, CronDataIntervalTimetable, Param
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,6 +78,7 @@ if str(REPO) not in sys.path:  # the registry (``jobs``) lives at the repository
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _windowlib_lineage import lineage_task  # noqa: E402 - OpenLineage of every task
 from _windowlib_ops import (  # noqa: E402 - needs the sys.path entry above
     aws_connection_env,
     deadline_alert,
@@ -637,12 +638,12 @@ def build_dag(job: Any) -> DAG:
              params=_params(job), deadline=deadline_alert(name, getattr(job, "run_deadline", None))
              ) as dag:
 
-        @task.short_circuit(task_id="plan", multiple_outputs=False)
+        @lineage_task("plan", name, short_circuit=True, task_id="plan")
         def plan(**context: Any) -> dict[str, Any] | None:
             with task_scope():
                 return do_plan(name, context)
 
-        @task(task_id="report")
+        @lineage_task("report", name, task_id="report")
         def report(planned: dict[str, Any]) -> str:
             with task_scope():
                 return do_report(name, planned["root"])
@@ -656,17 +657,17 @@ def build_dag(job: Any) -> DAG:
 
         # multiple_outputs=False: Airflow would otherwise infer it from the ``dict`` return
         # annotation and store one XCom row per key; each task keeps ONE summary object
-        @task(task_id="run", multiple_outputs=False)
+        @lineage_task("run", name, task_id="run")
         def run(planned: dict[str, Any]) -> dict[str, Any]:
             with task_scope():
                 return do_run(name, planned)
 
-        @task(task_id="audit", multiple_outputs=False)
+        @lineage_task("audit", name, task_id="audit")
         def audit(staged: dict[str, Any]) -> dict[str, Any]:
             with task_scope():
                 return do_audit(name, staged)
 
-        @task(task_id="publish", outlets=[asset], multiple_outputs=False)
+        @lineage_task("publish", name, task_id="publish", outlets=[asset])
         def publish(audited: dict[str, Any], **context: Any) -> dict[str, Any]:
             flag = bool(context["params"].get("publish_on_failure"))
             with task_scope():

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, AssetAlias, Param, task
+from airflow.sdk import DAG, AssetAlias, Param
 
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,6 +34,7 @@ from _windowlib_factory import (
     registry_module,
     report_task,
 )
+from _windowlib_lineage import lineage_task
 
 PARTITION_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2})?$"
 _NAMES = sorted(registry_module().registry()) or ["(none registered)"]
@@ -71,12 +72,12 @@ with DAG(
 
     # the published version's event goes to the chosen pipeline's output Asset (the alias
     # resolves to it), exactly as that pipeline's own publish task emits it
-    @task(task_id="backfill", retries=1, outlets=[AssetAlias(BACKFILL_ALIAS)],
-          multiple_outputs=False, on_failure_callback=notify_failure)
+    @lineage_task("backfill", task_id="backfill", retries=1,
+                  outlets=[AssetAlias(BACKFILL_ALIAS)], on_failure_callback=notify_failure)
     def backfill(**context: Any) -> dict[str, Any]:
         return backfill_task(context)
 
-    @task(task_id="report", retries=1, on_failure_callback=notify_failure)
+    @lineage_task("report", task_id="report", retries=1, on_failure_callback=notify_failure)
     def report(summary: dict[str, Any]) -> str:
         return report_task(summary)
 

@@ -18,12 +18,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, CronTriggerTimetable, Param, task
+from airflow.sdk import DAG, CronTriggerTimetable, Param
 
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _windowlib_factory import gc_task, notify_failure, registry_module
+from _windowlib_lineage import lineage_task
 
 _NAMES = sorted(registry_module().registry())
 
@@ -46,7 +47,7 @@ with DAG(
     },
 ) as dag:
 
-    @task(task_id="gc")
+    @lineage_task("gc", task_id="gc")
     def gc(pipeline: str, **context: Any) -> dict[str, Any]:
         return gc_task(pipeline, context)
 

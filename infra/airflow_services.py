@@ -110,6 +110,8 @@ def airflow_env(home: Path, port: int = 8080, root: str | None = None,
         "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
+        # OpenLineage (when configured) from a thread: a forked child shares Spark's py4j socket
+        "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
         "AIRFLOW__CORE__AUTH_MANAGER":
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",

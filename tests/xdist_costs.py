@@ -60,6 +60,7 @@ COST_S: dict[str, float] = {
     "tests/docs/test_docs_examples.py": 105,
     "tests/quality/test_validate.py": 180,     # GX validations, two Data Docs sites
     "tests/spark/test_incremental.py": 100,
+    "tests/spark/test_lineage_direct.py": 90,    # three runs + an HTTP receiver (OpenLineage)
     "tests/spark/test_typed_outputs.py": 110,
     "tests/spark/test_incremental_native.py": 110,
     "tests/state/test_state_objectstore.py": 80,

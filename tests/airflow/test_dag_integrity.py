@@ -26,7 +26,7 @@ HEAVY = ("pyspark", "great_expectations", "pandas", "pyarrow", "boto3", "botocor
          "windowlib.runs", "windowlib.engines", "windowlib.quality",
          "windowlib.state.checkpoint", "windowlib.state.objectstore", "windowlib.state.stores",
          "windowlib.state.s3config", "windowlib.state.s3store", "windowlib.state.manifest",
-         "windowlib.state.taskfs")
+         "windowlib.state.taskfs", "openlineage")   # the client; the provider registers itself
 
 _PROBE = """
 import json, sys, time
@@ -112,7 +112,13 @@ def test_pipeline_dags_follow_the_scheduling_contract(pipelines_module):
         assert dag.task_ids == order
         for up, down in itertools.pairwise(order):
             assert down in dag.get_task(up).downstream_task_ids
-        assert type(dag.get_task("plan")).__name__ == "_ShortCircuitDecoratedOperator"
+        from airflow.providers.standard.decorators.short_circuit import (
+            _ShortCircuitDecoratedOperator,
+        )
+
+        assert isinstance(dag.get_task("plan"), _ShortCircuitDecoratedOperator)
+        for task in dag.tasks:      # every task reports its lineage (dags/_windowlib_lineage.py)
+            assert callable(getattr(task, "get_openlineage_facets_on_complete", None)), task
         outlets = dag.get_task("publish").outlets
         assert [a.uri for a in outlets] == [job.locations(
             __import__("jobs.registry").registry.default_root())[1]]

@@ -14,6 +14,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+import wl_lineage
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
@@ -106,6 +107,7 @@ def test_backfill_dag_regenerates_the_report_and_emits_the_output_asset_event(
     assert _queued_for("wl_test_downstream") == 0
 
     # the backfill DAG over the second hour (what the UI form triggers)
+    start = wl_lineage.mark()
     dr = backfill_module.dag.test(run_conf={
         "pipeline": "clickstream_demo", "first": "2024-03-01T01", "last": "2024-03-01T01",
         "mode": "incremental", "dry_run": False, "root": root})
@@ -119,6 +121,15 @@ def test_backfill_dag_regenerates_the_report_and_emits_the_output_asset_event(
     assert status["version"] == 2
     backfill_run = status["runs"][0]["run_id"]
     assert backfill_run.startswith("windowlib_backfill:")
+    # its lineage: START and COMPLETE of both tasks; the backfill names the version it published
+    events = wl_lineage.events_since(start)
+    for task in ("backfill", "report"):
+        assert len(wl_lineage.of(events, task, "START")) == 1, task
+        assert len(wl_lineage.of(events, task, "COMPLETE")) == 1, task
+    done = wl_lineage.of(events, "backfill", "COMPLETE")[0]
+    assert wl_lineage.run_facet(done)["checkpointVersionAfter"] == 2
+    assert wl_lineage.run_facet(done)["runId"] == backfill_run
+    assert wl_lineage.outputs(done)["firings"]["facets"]["version"]["datasetVersion"] == "2"
 
     # the report now lists the backfill's run
     page = report.read_text()

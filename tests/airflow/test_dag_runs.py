@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import wl_lineage as ol
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
@@ -64,12 +65,35 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
     job = get("clickstream_demo")
     dag = pipelines_module.windowlib_clickstream_demo
 
+    start = ol.mark()
     for hour in (1, 2):
         dr = _run(dag, hour, root)
         assert str(dr.state) == "success", _states(dr)
         assert set(_states(dr).values()) == {"success"}, _states(dr)
     status = job_status(job, root)
     assert status["version"] == 2 and status["files_consumed_total"] == 2
+    # OpenLineage (file transport): START and COMPLETE of every task of both runs, with the
+    # source's partitions and files in and the output tables out
+    events = ol.events_since(start)
+    for task in ("plan", "run", "audit", "publish", "report"):
+        assert len(ol.of(events, task, "START")) == len(ol.of(events, task, "COMPLETE")) == 2
+    source = ol.of(events, "plan", "COMPLETE")[0]["inputs"][0]
+    assert (source["namespace"], source["name"]) == ("file", str(lake / DATA_PATH))
+    consumed = source["inputFacets"]["windowlib_input"]
+    assert [p["partition"] for p in consumed["partitions"]] == ["2024-03-01T00"]
+    assert consumed["fileCount"] == 1
+    published = ol.of(events, "publish", "COMPLETE")[1]
+    tables = ol.outputs(published)
+    assert set(tables) == {"firings", "late", "rejects", "side_outputs"}
+    assert tables["firings"]["facets"]["version"]["datasetVersion"] == "2"
+    assert tables["firings"]["outputFacets"]["outputStatistics"]["rowCount"] > 0
+    assert ol.run_facet(published)["checkpointVersionAfter"] == 2
+    assert published["inputs"][0]["inputFacets"]["windowlib_input"]["rowCount"] == 60
+    audited = ol.of(events, "audit", "COMPLETE")[0]["inputs"][0]["inputFacets"]
+    assert audited["dataQualityAssertions"]["assertions"]
+    assert all(a["success"] for a in audited["dataQualityAssertions"]["assertions"])
+    for task in ("run", "publish", "report"):
+        assert ol.of(events, task, "START")[0]["outputs"], task
     assert (lake / "_windowlib" / "reports" / "clickstream_demo.html").is_file()
 
     # nothing new: the plan short-circuits, every other task is skipped, nothing is committed
@@ -86,6 +110,7 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
     # 00..01) is cleared and rerun: its plan starts from version 2, so its key is new.
     _land_redelivery(lake / DATA_PATH, "2024-03-01T01", (35, 50), n=12)
     land_late_files(lake / DATA_PATH, "2024-03-01T00", n=5, max_delay=10 * 60_000)
+    start = ol.mark()
     dr = _run(dag, 2, root)
     assert str(dr.state) == "success", _states(dr)
     assert set(_states(dr).values()) == {"success"}
@@ -104,6 +129,15 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
 
     last = run_history(job, root)[-1]
     assert last["validation"]["success"] is True and last["firings_by_timing"]["LATE"] == n_late
+    # the rerun's lineage: the new version, the two late files and the LATE firings
+    rerun_event = ol.of(ol.events_since(start), "publish", "COMPLETE")[0]
+    facet = ol.run_facet(rerun_event)
+    assert facet["checkpointVersionBefore"] == 2 and facet["checkpointVersionAfter"] == 3
+    assert facet["lateRerun"] is True and facet["counts"]["firingsByTiming"]["LATE"] == n_late
+    assert facet["counts"]["late"] == 5 and facet["runId"] == rerun["run_id"]
+    assert ol.outputs(rerun_event)["firings"]["facets"]["version"]["datasetVersion"] == "3"
+    files = rerun_event["inputs"][0]["inputFacets"]["windowlib_input"]
+    assert files["fileCount"] == 2
     assert datetime.fromisoformat(last["finished_at"].replace("Z", "+00:00")).year >= 2026
 
     # the daily maintenance DAG: a crashed run's staging (idle beyond the grace period) goes,
@@ -124,7 +158,10 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
     n_firings = read_firings(status["output"]).count()
     maintenance = importlib.import_module("windowlib_maintenance").dag
     at = datetime(2024, 3, 2, 3, 30, tzinfo=UTC)
+    start = ol.mark()
     dr = maintenance.test(logical_date=at, run_after=at, run_conf={"root": root})
+    gc_done = ol.of(ol.events_since(start), "gc", "COMPLETE")
+    assert gc_done and all(e["outputs"] for e in gc_done)
     tis = dr.get_task_instances()
     assert str(dr.state) == "success" and {str(ti.state) for ti in tis} == {"success"}
     from jobs.registry import registry
@@ -151,8 +188,17 @@ def test_failed_audit_blocks_publishing_and_names_the_expectation(airflow_db, tm
         write_synthetic(lake / DATA_PATH, hours=1, events_per_hour=40, late_fraction=0.0,
                         very_late_fraction=0.0)
         root = lake.as_uri()
+        start = ol.mark()
         dr = _run(module.windowlib_clickstream_demo, 1, root)
         states = _states(dr)
+        # lineage: the publish task FAILs with the failed expectation as an assertion
+        failed = ol.of(ol.events_since(start), "publish", "FAIL")
+        assert len(failed) == 1 and ol.run_facet(failed[0])["status"] == "staged"
+        assert failed[0]["run"]["facets"]["windowlib_error"]["code"] == "BLOCKED"
+        checks = {a.get("column"): a["success"] for e in failed[0]["inputs"]
+                  for a in e.get("inputFacets", {}).get("dataQualityAssertions", {}).get(
+                      "assertions", [])}
+        assert checks.get("clicks") is False and any(checks.values())
         assert str(dr.state) == "failed"
         assert states["audit"] == "success" and states["publish"] == "failed"
         assert states["report"] == "upstream_failed"

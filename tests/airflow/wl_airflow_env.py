@@ -6,6 +6,7 @@ can import ``REPO``/``DAGS``/``subprocess_env`` whatever other conftest files ar
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sys
@@ -33,7 +34,16 @@ AIRFLOW_ENV = {
     # dag.test() of Airflow 3.3 cannot run DAGs with deadline alerts (dags/_windowlib_ops.py);
     # the real services (test_services_e2e) turn them back on
     "WINDOWLIB_DEADLINE_ALERTS": "off",
+    # the OpenLineage provider's file transport: every task's events, one JSON per line
+    # (tests/airflow/wl_lineage.py reads them; docs/lineage.md)
+    "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+        {"type": "file", "log_file_path": str(HOME / "lineage.jsonl"), "append": True}),
+    "AIRFLOW__OPENLINEAGE__NAMESPACE": "windowlib-tests",
+    # in a thread, not a forked child: a fork shares the task's py4j socket with Spark's JVM
+    # (measured: py4j "Connection reset by peer" mid-run when forking; docs/lineage.md)
+    "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
 }
+LINEAGE_EVENTS = HOME / "lineage.jsonl"
 os.environ.update(AIRFLOW_ENV)
 for _name in ("SPARK_REMOTE", "WINDOWLIB_SPARK_CONN_ID", "WINDOWLIB_REGISTRY"):
     os.environ.pop(_name, None)

@@ -38,6 +38,7 @@ from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS, finite_ms
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
+from windowlib.runs.lineage_emit import emits_lineage
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
 from windowlib.runs.source import PartitionedSource, SourceFile
@@ -309,6 +310,7 @@ def publish_run(pipeline: Pipeline, checkpoint: str | CheckpointStore,
     return summary
 
 
+@emits_lineage(open_checkpoint)   # OpenLineage events when configured (docs/lineage.md)
 def run_incremental(pipeline: Pipeline, source: PartitionedSource,
                     checkpoint: str | CheckpointStore,
                     output: str, partitions: Sequence[Any] | None = None,
