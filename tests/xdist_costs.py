@@ -55,7 +55,7 @@ COST_S: dict[str, float] = {
     "tests/spark/test_incremental_concurrency.py": 160,
     "tests/airflow/test_dag_connect.py": 150,
     "tests/airflow/test_dag_runs_s3.py": 120,
-    "tests/airflow/test_dag_spark_submit.py": 420,    # spark-submit on local[2] and a cluster; Connect on it
+    "tests/airflow/test_dag_spark_submit.py": 420,    # local[2], a cluster, Connect on it
     "tests/airflow/test_dag_connections.py": 75,      # SeaweedFS + the maintenance DAG
     "tests/docs/test_docs_examples.py": 105,
     "tests/quality/test_validate.py": 180,     # GX validations, two Data Docs sites
