@@ -53,3 +53,18 @@ def test_a_warm_small_native_run_launches_at_most_four_spark_jobs(spark, tmp_pat
     assert warm.path == "native" and warm.inputs == 200 and warm.state_rows > 0
     assert counts[-1].jobs is not None
     assert counts[-1].jobs <= MAX_JOBS, counts[-1].stages
+
+
+def test_scoped_settings_are_restored_by_the_last_holder(spark):
+    """``session.scoped_conf``: nested or concurrent holders share one scope; the first sets,
+    the last restores (an unset setting is unset again)."""
+    from windowlib.engines.spark.session import scoped_conf
+
+    key, unset = "spark.sql.adaptive.enabled", "spark.windowlib.test.scoped"
+    before = spark.conf.get(key)
+    with scoped_conf(spark, {key: "false", unset: "x"}) as outer:
+        with scoped_conf(spark, {key: "false", unset: "x"}) as inner:
+            assert outer and inner and spark.conf.get(key) == "false"
+        assert spark.conf.get(key) == "false" and spark.conf.get(unset) == "x"
+    assert spark.conf.get(key) == before
+    assert spark.conf.get(unset, None) is None

@@ -188,8 +188,8 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     scope = contextlib.ExitStack()     # a small run: one job (run_outputs.small_run)
     scope.enter_context(small_run(spark, stats.rows + _state_rows(parent)
                                   if stats is not None else None))
-    frame = frame.persist()    # the bundle plan, the engine and the source rejects read it
     try:
+        frame = frame.persist()    # the bundle plan (no footers), engine, source rejects
         rows = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull()) \
             .drop(ERROR_COLUMN, CORRUPT_COLUMN)
         say("running the pipeline")
