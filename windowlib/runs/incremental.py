@@ -195,6 +195,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         say("running the pipeline")
         logical = _dt.datetime.now(_dt.UTC) if processing_time is None else processing_time
         policy = TimePolicy(watermark=watermark, processing_time=logical)
+
         def stage(bundle_stats: Any) -> tuple[Any, Staging, Any]:
             run = executor.run(pipeline, FrameBundles(rows, source.partition,
                                                       source.arrival_order, bundle_stats),
