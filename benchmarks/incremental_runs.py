@@ -26,7 +26,6 @@ warm session:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import statistics
@@ -43,6 +42,7 @@ from clickstream import ensure_clickstream
 
 import windowlib as wl
 from windowlib import aggregates as agg
+from windowlib.engines.spark.jobs import spark_jobs
 from windowlib.engines.spark.session import get_or_create_session
 
 
@@ -53,36 +53,24 @@ def pipeline() -> wl.Pipeline:
             .aggregate(agg.sum("value").alias("total"), agg.count(), agg.max("value")))
 
 
-def spark_jobs(spark, group: str) -> int | None:
-    """Spark jobs run so far in job group ``group`` (classic sessions; ``None`` over Connect)."""
-    try:
-        return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-    except Exception:
-        return None
-
-
 def windowlib_runs(spark, data: str, work: str, hours: list[str]) -> tuple[list, list, list]:
     p = pipeline()
     source = wl.PartitionedSource(f"file://{data}", partition="arrival_hour")
     times, summaries, jobs = [], [], []
-    for i, hour in enumerate(hours):
-        group = f"windowlib-run-{i}"
-        with contextlib.suppress(Exception):      # classic sessions only
-            spark.sparkContext.setJobGroup(group, group)
-        start = time.perf_counter()
-        summary = wl.run_incremental(p, source, f"file://{work}/checkpoints",
-                                     f"file://{work}/windows", partitions=(hour, hour),
-                                     watermark=wl.BoundedOutOfOrderness("10 minutes"),
-                                     spark=spark)
-        times.append(time.perf_counter() - start)
+    for hour in hours:
+        with spark_jobs(spark, "windowlib-run") as count:     # None over Spark Connect
+            start = time.perf_counter()
+            summary = wl.run_incremental(p, source, f"file://{work}/checkpoints",
+                                         f"file://{work}/windows", partitions=(hour, hour),
+                                         watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                                         spark=spark)
+            times.append(time.perf_counter() - start)
         summaries.append(summary)
-        jobs.append(spark_jobs(spark, group))
+        jobs.append(count.jobs)
         print(f"  windowlib {hour}: {times[-1]:6.2f} s  {jobs[-1]} Spark jobs  inputs "
               f"{summary.inputs:>8}  late {summary.late:>6}  firings {summary.firings:>7}  "
               f"state {summary.state_rows} keys / {summary.state_bytes / 1e6:.1f} MB",
               flush=True)
-    with contextlib.suppress(Exception):
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
     return times, summaries, jobs
 
 

@@ -161,3 +161,36 @@ def test_a_run_that_accepted_no_event_records_no_clock_sentinels(spark, tmp_path
     second = wl.run_incremental(pipeline(), *where, spark=spark)
     assert second.processed == 1
     assert open_checkpoint(pipeline(), where[1]).latest().max_event_time_ms == 1_709_255_100_000
+
+
+def test_a_damaged_file_whose_footer_plans_the_run_is_left_out_of_the_plan(spark, tmp_path):
+    """Timestamps stored as INT64 UTC: the run plans its bundle from the footers
+    (``runs/footer_plan.py``). A file whose footer reads but whose data does not is a reject,
+    so its footer's later event times must not move the watermark: the run equals a run
+    without that file, plus the file's 12 rejected rows."""
+    stamp = pa.schema([("seq", pa.int64()), ("key", pa.string()),
+                       ("ts", pa.timestamp("us", tz="UTC")), ("value", pa.int64())])
+    t0 = pa.scalar(1_709_251_201_000_000, pa.timestamp("us", tz="UTC")).as_py()  # 00:00:01
+
+    def lake(root, damaged: bool) -> wl.PartitionedSource:
+        folder = root / "events" / P00
+        write(folder, "part-0.parquet", [{"seq": i, "key": "a", "ts": t0, "value": i}
+                                         for i in range(3)], stamp)
+        if damaged:
+            late = t0.replace(minute=50)
+            write(folder, "part-1.parquet", [{"seq": 10 + i, "key": "b", "ts": late,
+                                              "value": i} for i in range(12)], stamp)
+            data = bytearray((folder / "part-1.parquet").read_bytes())
+            data[8:40] = bytes(32)                # a page header, not the footer
+            (folder / "part-1.parquet").write_bytes(bytes(data))
+        return wl.PartitionedSource(f"file://{root}/events", order_by=["seq"])
+
+    runs = {}
+    for damaged in (False, True):
+        root = tmp_path / str(damaged)
+        runs[damaged] = wl.run_incremental(pipeline(), lake(root, damaged), f"file://{root}/cp",
+                                           f"file://{root}/out", spark=spark)
+    summary, clean = runs[True], runs[False]
+    assert [b["rows"] for b in summary.bad_files] == [12]
+    assert (summary.inputs, summary.processed, summary.rejects) == (15, 3, 12)
+    assert (summary.watermark, summary.firings) == (clean.watermark, clean.firings)

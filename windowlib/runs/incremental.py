@@ -24,6 +24,7 @@ a no-op. Crash points: ``state.faults.CrashPoint``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import time
@@ -38,9 +39,11 @@ from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS, finite_ms
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
+from windowlib.runs.footer_plan import EXPLICIT_SCHEMA_FOOTERS, footer_plan
 from windowlib.runs.lineage_emit import emits_lineage
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
+from windowlib.runs.schemas import Footer, read_footers
 from windowlib.runs.source import PartitionedSource, SourceFile
 from windowlib.runs.summary import RunSummary, iso_ms
 from windowlib.runs.tables import sync_tables
@@ -153,7 +156,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
     from windowlib.engines.spark.session import get_or_create_session
     from windowlib.runs.frames import io_parallelism, read_frame
-    from windowlib.runs.run_outputs import stage_outputs
+    from windowlib.runs.run_outputs import small_run, stage_outputs
     from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN
 
     say = progress or (lambda _m: None)
@@ -167,8 +170,11 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     files = [SourceFile(f.path, int(f.size), str(f.etag), b.partition)
              for b in plan.bundles for f in b.files]
     say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
-    schema, changes = _input_schema(pipeline, source, parent, files)
+    footers = read_footers(source, files) \
+        if source.schema is None or len(files) <= EXPLICIT_SCHEMA_FOOTERS else []
+    schema, changes = _input_schema(pipeline, source, parent, footers)
     frame = source.read(spark, files, schema=schema).frame
+    stats = footer_plan(pipeline, frame, footers, files)
     prior = _prior(parent, spark, settings)
     options = {} if max_key_state is None else {"max_key_state": max_key_state}
     executor = SparkExecutor(path=path, incremental=True, result_schema=result_schema,
@@ -180,21 +186,39 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         # a task reads whole files: with fewer files than cores, spread the rows before the
         # native plan's row stages (the general path shuffles by key anyway)
         frame = frame.repartition(target)
-    frame = frame.persist()    # the bundle plan, the engine and the source rejects read it
+    scope = contextlib.ExitStack()     # a small run: one job (run_outputs.small_run)
+    scope.enter_context(small_run(spark, stats.rows + _state_rows(parent)
+                                  if stats is not None else None))
     try:
+        frame = frame.persist()    # the bundle plan (no footers), engine, source rejects
         rows = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull()) \
             .drop(ERROR_COLUMN, CORRUPT_COLUMN)
         say("running the pipeline")
         logical = _dt.datetime.now(_dt.UTC) if processing_time is None else processing_time
         policy = TimePolicy(watermark=watermark, processing_time=logical)
-        run = executor.run(pipeline, FrameBundles(rows, source.partition, source.arrival_order),
-                           prior=prior, time=policy, run_id=plan.run_id)
-        staging = cs.begin(plan.run_id, parent=parent)
+
+        def stage(bundle_stats: Any) -> tuple[Any, Staging, Any]:
+            run = executor.run(pipeline, FrameBundles(rows, source.partition,
+                                                      source.arrival_order, bundle_stats),
+                               prior=prior, time=policy, run_id=plan.run_id)
+            staging = cs.begin(plan.run_id, parent=parent)
+            try:
+                say(f"staging version {staging.version}")
+                return run, staging, stage_outputs(
+                    run.outputs, frame, pipeline.timestamp,
+                    {name: staging.uri(name) for name in STAGED}, settings=settings,
+                    token=staging.token)
+            except BaseException:
+                staging.abort()
+                raise
+
+        run, staging, staged = stage(stats.bundles if stats is not None else None)
+        if stats is not None and stats.misread(staged.bad_files):
+            # a file's footer was readable but its data was not: its rows are no input, so
+            # the plan from the footers was wrong; plan from the rows read
+            staging.abort()
+            run, staging, staged = stage(None)
         try:
-            say(f"staging version {staging.version}")
-            staged = stage_outputs(run.outputs, frame, pipeline.timestamp,
-                                   {name: staging.uri(name) for name in STAGED},
-                                   settings=settings, token=staging.token)
             fault_point(CrashPoint.AFTER_STAGE)
             summary = _summary(pipeline, plan, run, staged, staging, files, started)
             summary.schema_changes = changes
@@ -225,22 +249,30 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
             raise
     finally:
         frame.unpersist()
+        scope.close()
 
 
 def _input_schema(pipeline: Pipeline, source: PartitionedSource, parent: Commit | None,
-                  files: list[SourceFile]) -> tuple[Any, list[str]]:
+                  footers: list[Footer]) -> tuple[Any, list[str]]:
     """The schema to read this run's files with: the checkpoint's recorded input schema,
     reconciled with the new files' footers (``runs/schemas.py``: safe widenings recorded,
     anything else ``SCHEMA_MISMATCH`` before anything is staged)."""
     from windowlib.runs.schemas import file_schemas, reconcile
 
-    found = file_schemas(source, files)
+    found = file_schemas(source, footers)
     recorded = CommitDetails.of(parent.extra).input_schema if parent is not None else None
     if not found:
         return None, []
     from pyspark.sql.types import StructType
 
     return reconcile(pipeline, StructType.fromJson(recorded) if recorded else None, found)
+
+
+def _state_rows(parent: Commit | None) -> int:
+    """Rows of the committed pane state (from its record: no read)."""
+    if parent is None:
+        return 0
+    return int((CommitDetails.of(parent.extra).frames.get("state") or {}).get("rows") or 0)
 
 
 def _check_parent(pipeline: Pipeline, parent: Commit | None, planned: int | None) -> None:

@@ -15,6 +15,13 @@ counts — no separate counting job:
 - ``lateness_histogram``: late rows by how far behind the watermark they were
   (``runs/lateness.py``).
 
+A small run (``SMALL_RUN_ROWS``: new input rows plus saved state rows) is planned and written
+with adaptive query execution off and at most ``frames.io_parallelism`` shuffle partitions
+(``small_run``: ``session.scoped_conf`` around the run): adaptive execution submits every
+shuffle and broadcast stage as a job of its own, and each job pays Spark's scheduling latency,
+which dominates an hourly run; its gains (coalescing partitions by size, skew splits) need
+data. Results do not change.
+
 Nothing here knows an engine's internals: every column comes from the parts.
 """
 
@@ -36,13 +43,14 @@ from windowlib.runs.routing import (
 )
 from windowlib.state.s3config import S3Settings
 
-__all__ = ["StagedOutputs", "routed_frame", "stage_outputs"]
+__all__ = ["SMALL_RUN_ROWS", "StagedOutputs", "routed_frame", "small_run", "stage_outputs"]
 
 # counted, not written (user columns never start with ``__wl_``)
 _ORIGIN, _FILE, _ERROR, _BUCKET = "__wl_origin", "__wl_bad_file", "__wl_bad_error", "__wl_bucket"
 _ROWS = "__wl_rows"        # input rows a reject stands for (an unreadable file: its count, -1)
 _INTERNAL = (_ORIGIN, _FILE, _ERROR, _BUCKET, _ROWS)
 WRITTEN = ("state", "firings", "late", "rejects", "side_outputs")
+SMALL_RUN_ROWS = 2_000_000
 
 
 @dataclass
@@ -192,6 +200,26 @@ def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
     except Exception as exc:   # a user function failing in the walker, KEY_STATE_LIMIT...
         reraise(exc)
     return _figures(done, schemas, bool(late_by), retracting)
+
+
+def small_run(spark: Any, rows: int | None) -> Any:
+    """A context manager: the settings of a small run (see the module docstring; none for a
+    large or unknown one — ``rows``: new input plus saved state rows, ``None`` if unknown).
+    Enter it before the run's frames are persisted (a cached plan keeps the settings it was
+    planned with) and leave it after the write."""
+    import contextlib
+
+    from windowlib.engines.spark.session import scoped_conf
+    from windowlib.runs.frames import io_parallelism
+    from windowlib.runs.routing import writer_tasks
+
+    if rows is None or rows > SMALL_RUN_ROWS:
+        return contextlib.nullcontext(False)
+    settings = {"spark.sql.adaptive.enabled": "false"}
+    cap = io_parallelism(spark, 1 << 30)
+    if writer_tasks(spark) > cap:     # without coalescing, every shuffle partition is a task
+        settings["spark.sql.shuffle.partitions"] = str(cap)
+    return scoped_conf(spark, settings)
 
 
 def _figures(done: RoutedWrite, schemas: dict[str, Any], histogram: bool,

@@ -17,12 +17,13 @@ Rules (``reconcile``), per column of a new file against the recorded schema:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import InputError
 from windowlib.core.pipeline import Pipeline
 
-__all__ = ["file_schemas", "reconcile"]
+__all__ = ["Footer", "file_schemas", "read_footers", "reconcile"]
 
 _RANKS = {"byte": 0, "short": 1, "integer": 2, "long": 3, "float": 4, "double": 5}
 
@@ -87,11 +88,22 @@ def reconcile(pipeline: Pipeline, recorded: Any, files: Sequence[tuple[str, Any]
     return StructType([StructField(n, fields[n], True) for n in order]), changes
 
 
-def file_schemas(source: Any, files: Sequence[Any]) -> list[tuple[str, Any]]:
-    """``(uri, data schema)`` of each of ``files`` of a Parquet ``source`` from its footer
-    (metadata only, on the driver; ``None`` when unreadable); ``[]`` for CSV/JSON and explicit
-    schemas, which fix the columns."""
-    if source.format != "parquet" or source.schema is not None or not files:
+@dataclass(frozen=True)
+class Footer:
+    """One input file's Parquet footer: ``schema`` (the data columns as a Spark
+    ``StructType``) and ``metadata`` (pyarrow ``FileMetaData``: row groups and statistics),
+    both ``None`` when the footer cannot be read."""
+
+    uri: str
+    partition_value: str
+    schema: Any
+    metadata: Any
+
+
+def read_footers(source: Any, files: Sequence[Any]) -> list[Footer]:
+    """The footer of each of ``files`` of a Parquet ``source`` (metadata only, on the driver:
+    one small read per file); ``[]`` for CSV/JSON."""
+    if source.format != "parquet" or not files:
         return []
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -105,9 +117,20 @@ def file_schemas(source: Any, files: Sequence[Any]) -> list[tuple[str, Any]]:
     for f in files:
         try:
             with fs.open_input_file(Uri.parse(f.path).arrow_path) as handle:
-                found = from_arrow_schema(pq.read_schema(handle), prefer_timestamp_ntz=False)
+                parquet = pq.ParquetFile(handle)
+                meta = parquet.metadata
+                found = from_arrow_schema(parquet.schema_arrow, prefer_timestamp_ntz=False)
         except Exception:               # unreadable: rejected whole when it is read
-            out.append((f.path, None))
+            out.append(Footer(f.path, f.partition_value, None, None))
             continue
-        out.append((f.path, StructType([x for x in found.fields if x.name != source.partition])))
+        data = StructType([x for x in found.fields if x.name != source.partition])
+        out.append(Footer(f.path, f.partition_value, data, meta))
     return out
+
+
+def file_schemas(source: Any, footers: Sequence[Footer]) -> list[tuple[str, Any]]:
+    """``(uri, data schema)`` of each file (``None`` when unreadable) from its footer;
+    ``[]`` for explicit schemas, which fix the columns (and for CSV/JSON: no footers)."""
+    if source.schema is not None:
+        return []
+    return [(f.uri, f.schema) for f in footers]

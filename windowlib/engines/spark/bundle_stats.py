@@ -161,6 +161,29 @@ def _unescape_path_name(name: str) -> str:
     return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), name)
 
 
+def files_bundle_stats(footers: Sequence[tuple[Any, Any]], *, timestamp: str, ts_type: str,
+                       key_columns: Sequence[str]) -> tuple[dict[Any, BundleStats] | None, str]:
+    """``(stats, how)`` from footers a caller has read already: ``footers`` are ``(arrival
+    value in __wl_arrival form, pyarrow FileMetaData)`` of every file that feeds the rows,
+    ``ts_type`` the Spark type name the event-time column is read as (``TimestampType`` or an
+    integer type). The files must be read as they are stored (no filter; the caller drops a
+    file whose data turns out unreadable and re-plans). ``(None, reason)`` as in
+    ``footer_stats``."""
+    if ts_type not in ("TimestampType", *_INTS):
+        return None, f"event-time column of type {ts_type}"
+    totals: dict[Any, list] = {}
+    try:
+        for value, meta in footers:
+            count, max_ts = _metadata_stats(meta, None, timestamp, ts_type, tuple(key_columns))
+            entry = totals.setdefault(value, [0, None])
+            entry[0] += count
+            if max_ts is not None and (entry[1] is None or max_ts > entry[1]):
+                entry[1] = max_ts
+    except _Fallback as exc:
+        return None, str(exc)
+    return {a: BundleStats(n, m) for a, (n, m) in totals.items() if n > 0}, "parquet footers"
+
+
 def _file_stats(path: str, arrival: str, timestamp: str, ts_type: str,
                 key_columns: tuple[str, ...]) -> tuple[int, int | None]:
     import pyarrow.parquet as pq
@@ -169,11 +192,18 @@ def _file_stats(path: str, arrival: str, timestamp: str, ts_type: str,
         meta = pq.ParquetFile(path).metadata
     except OSError as exc:
         raise _Fallback(f"footer not readable ({type(exc).__name__})") from exc
+    return _metadata_stats(meta, arrival, timestamp, ts_type, key_columns)
+
+
+def _metadata_stats(meta: Any, arrival: str | None, timestamp: str, ts_type: str,
+                    key_columns: tuple[str, ...]) -> tuple[int, int | None]:
+    """One file's row count and largest accepted event time from its footer (``arrival``:
+    a partition column that must not be stored in the file)."""
     extra = meta.metadata or {}
     if any(k.startswith(b"org.apache.spark.legacy") for k in extra):
         raise _Fallback("a file written with legacy calendar rebasing")
     names = [meta.schema.column(i).path for i in range(meta.num_columns)]
-    if arrival in names:
+    if arrival is not None and arrival in names:
         raise _Fallback(f"{arrival!r} is also stored inside the files")
     try:
         ts_index = names.index(timestamp)

@@ -37,11 +37,14 @@ STATE_KINDS = {"general": "general-keys", "native": "native-windows"}
 class FrameBundles:
     """A DataFrame as bundles: the distinct values of ``arrival`` (a partition value: string,
     timestamp, date or integer) are the bundles, ascending; ``order_by`` gives the arrival order
-    inside a bundle (default: event time, ties broken by a hash of the whole row)."""
+    inside a bundle (default: event time, ties broken by a hash of the whole row).
+    ``stats``: exact per-bundle figures the caller already knows (``bundle_stats``: e.g. from
+    the footers of the files read), so the bundle plan needs no aggregate job."""
 
     df: Any
     arrival: str
     order_by: Sequence[str] | str | None = None
+    stats: Mapping[Any, Any] | None = None
 
 
 def _overrides(bundles: FrameBundles, given: Mapping[Any, Any] | None
@@ -93,7 +96,7 @@ class GeneralExecutor(Executor):
                           overrides=_overrides(bundles, time.bundles),
                           max_key_state=self.max_key_state, partitions=self.partitions,
                           state=prior.state, clock=prior.clock, emit_state=self.emit_state,
-                          persist=self.persist)
+                          persist=self.persist, bundle_stats=bundles.stats)
         return EngineRun(run.outputs(run_id), run.plan.clock_after(), path=self.name,
                          state_kind=STATE_KINDS[self.name], inputs=sum(run.plan.counts),
                          detail=run)
@@ -123,7 +126,8 @@ class NativeExecutor(Executor):
             run = run_native_incremental(pipeline, bundles.df, bundles.arrival,
                                          watermark=time.watermark, order_by=bundles.order_by,
                                          processing_time=time.processing_time,
-                                         state=prior.state, clock=prior.clock)
+                                         state=prior.state, clock=prior.clock,
+                                         bundle_stats=bundles.stats)
         else:
             from windowlib.engines.spark.native import run_native
 

@@ -235,8 +235,10 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                 json_columns: Sequence[str] = (), seq_column: str | None = None,
                 persist: bool = True, single_partition: bool = False,
                 partitions: int | None = None, state: Any = None,
-                clock: RunClock | None = None, emit_state: bool = False) -> GeneralRun:
-    """Plan the bundles (one small aggregate job) and build the tagged output DataFrame.
+                clock: RunClock | None = None, emit_state: bool = False,
+                bundle_stats: Mapping[Any, Any] | None = None) -> GeneralRun:
+    """Plan the bundles (one small aggregate job, none when the caller gives exact
+    ``bundle_stats``: see ``bundles.plan_bundles``) and build the tagged output DataFrame.
 
     See ``engine.run_dataframe`` for the public contract; ``json_columns`` and ``seq_column``
     are hooks of the test harness (columns holding ``codec``-encoded JSON, and the column that
@@ -264,7 +266,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                         arrival_name=arrival,
                         initial_watermark=clock.watermark,
                         initial_processing_time=clock.processing_time,
-                        initial_max_event_ts=clock.max_event_ts)
+                        initial_max_event_ts=clock.max_event_ts, stats=bundle_stats)
     if not logic.event_time:
         for b, (count, p) in enumerate(zip(plan.counts, plan.processing_times)):
             if count and p == MIN_TS:

@@ -293,10 +293,17 @@ def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
     repeated in every condition that used the clocks, and the generated method grew past the
     size the JVM compiles (measured: the row stage ran 2x slower with whole-stage codegen than
     without). Every row's arrival value is in the plan (``plan_bundles`` refuses nulls); the
-    left join never drops a row. The table is an inline ``VALUES`` relation: no RDD, no job."""
+    left join never drops a row. The table is an inline ``VALUES`` relation (no RDD), but its
+    broadcast is a job: a plan of ONE bundle (an hourly run) has the clocks as literals — no
+    join, no job, and nothing for the optimizer to repeat."""
     from pyspark.sql import functions as F
 
     w_before = [plan.initial_watermark, *plan.watermarks[:-1]]
+    if len(plan.arrivals) == 1:
+        rest = [F.col(f"`{c}`") for c in prepared.columns if c != ARRIVAL]
+        return prepared.select(F.col(ARRIVAL), *rest, F.lit(0).cast("int").alias(B),
+                               F.lit(int(plan.processing_times[0])).cast("long").alias(PB),
+                               F.lit(int(w_before[0])).cast("long").alias(WP))
     rows = [f"({_sql_literal(a)}, {b}, {int(p)}L, {int(w)}L)" for b, (a, p, w)
             in enumerate(zip(plan.arrivals, plan.processing_times, w_before))]
     arrival_type = prepared.schema[ARRIVAL].dataType.simpleString()

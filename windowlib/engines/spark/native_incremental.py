@@ -162,13 +162,17 @@ def check_native_state(state: Any, key_columns: Sequence[str], key_types: dict[s
 def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: Any = None,
                            order_by: Sequence[str] | str | None = None,
                            processing_time: Any = None, state: Any = None,
-                           clock: Any = None) -> NativeIncrementalRun:
+                           clock: Any = None,
+                           bundle_stats: Any = None) -> NativeIncrementalRun:
     """One incremental run over ``df`` (this run's new rows) continuing from ``state`` (the
-    previous run's window state, or ``None``) and ``clock`` (``core.loop.RunClock``)."""
+    previous run's window state, or ``None``) and ``clock`` (``core.loop.RunClock``).
+    ``bundle_stats``: the caller's exact per-bundle figures (``prepare_native``), else the
+    bundle plan's aggregate job (``df`` is not a plain Parquet scan here)."""
     from pyspark.sql import functions as F
 
     inputs = prepare_native(pipeline, df, arrival, watermark=watermark, order_by=order_by,
-                            processing_time=processing_time, footer_stats=False, clock=clock)
+                            processing_time=processing_time, footer_stats=False, clock=clock,
+                            bundle_stats=bundle_stats)
     parts, logic = inputs.parts, inputs.logic
     windows, state_columns = _windows(parts, inputs, state, df)
     return NativeIncrementalRun(

@@ -33,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from windowlib.core.errors import InputError
@@ -54,6 +56,8 @@ LOCAL_CONF: dict[str, str] = {
 }
 
 _REMOTE_SESSIONS: dict[str, Any] = {}
+_SCOPE_LOCK = threading.Lock()
+_SCOPES: dict[int, list[Any]] = {}     # id(session) -> [holders, the values to restore]
 
 
 def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
@@ -136,3 +140,56 @@ def stop_remote_sessions() -> None:
         with contextlib.suppress(Exception):   # the server may already be gone
             session.stop()
     os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+
+
+@contextlib.contextmanager
+def scoped_conf(spark: Any, settings: Mapping[str, str]) -> Iterator[bool]:
+    """Run the block with session SQL ``settings`` that change how queries execute, never what
+    they return (e.g. ``spark.sql.adaptive.enabled``); yields whether they were applied.
+
+    SQL settings are session-wide: a query another thread runs on the same session meanwhile
+    sees them too. Nested and concurrent blocks on one session share one scope (the first
+    sets, the last restores; a block arriving while another holds the scope runs with the
+    holder's settings). A session that refuses a setting (a restricted Connect server) runs
+    the block unchanged."""
+    key = id(spark)
+    with _SCOPE_LOCK:
+        scope = _SCOPES.get(key)
+        if scope is None:
+            try:
+                saved = {name: _conf_or_none(spark, name) for name in settings}
+                for name, value in settings.items():
+                    spark.conf.set(name, value)
+            except Exception:       # not settable here: leave the session as it was
+                with contextlib.suppress(Exception):
+                    _restore(spark, saved)
+                scope = None
+            else:
+                scope = _SCOPES[key] = [0, saved]
+        if scope is not None:
+            scope[0] += 1
+    try:
+        yield scope is not None
+    finally:
+        if scope is not None:
+            with _SCOPE_LOCK:
+                scope[0] -= 1
+                if scope[0] == 0:
+                    del _SCOPES[key]
+                    with contextlib.suppress(Exception):   # a stopped session
+                        _restore(spark, scope[1])
+
+
+def _conf_or_none(spark: Any, name: str) -> str | None:
+    try:   # no default argument: Spark validates a default like a value set
+        return spark.conf.get(name)
+    except Exception:
+        return None
+
+
+def _restore(spark: Any, saved: Mapping[str, str | None]) -> None:
+    for name, value in saved.items():
+        if value is None:
+            spark.conf.unset(name)
+        else:
+            spark.conf.set(name, value)

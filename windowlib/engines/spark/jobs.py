@@ -1,0 +1,63 @@
+"""Counting the Spark jobs a block of driver code launches (benchmarks, structural tests).
+
+A small run's fixed cost is mostly per-job scheduling latency, so the job count of a run is a
+figure worth tracking: unlike a timing it does not depend on the machine's load. ``spark_jobs``
+runs the block in a fresh job group (restoring the caller's group afterwards) and reads the
+group's job ids from ``SparkContext.statusTracker()``; jobs Spark launches on the block's
+behalf in its own threads (broadcasts, adaptive query stages) inherit the group.
+
+Classic sessions only: over Spark Connect there is no status tracker, and ``JobCount.jobs`` is
+``None``. The tracker keeps the last ``spark.ui.retainedJobs`` jobs (default 1000): read the
+count right after the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["JobCount", "spark_jobs"]
+
+# what ``setJobGroup`` sets, restored afterwards
+_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+@dataclass
+class JobCount:
+    """The jobs of one ``spark_jobs`` block: ``jobs`` (``None`` when they cannot be counted)
+    and, per job, the names of its stages (call sites: where a job comes from)."""
+
+    group: str
+    jobs: int | None = None
+    stages: list[list[str]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def spark_jobs(spark: Any, label: str = "windowlib") -> Iterator[JobCount]:
+    """Count the Spark jobs launched inside the block (filled in when the block ends)."""
+    count = JobCount(f"{label}-{uuid.uuid4().hex[:8]}")
+    try:
+        sc = spark.sparkContext
+        previous = {name: sc.getLocalProperty(name) for name in _PROPERTIES}
+        sc.setJobGroup(count.group, count.group)
+    except Exception:       # Spark Connect: no SparkContext on the client
+        yield count
+        return
+    try:
+        yield count
+    finally:
+        tracker = sc.statusTracker()
+        ids = sorted(tracker.getJobIdsForGroup(count.group))
+        count.jobs = len(ids)
+        for job in ids:
+            info = tracker.getJobInfo(job)
+            names = []
+            for stage in (info.stageIds if info is not None else []):
+                stage_info = tracker.getStageInfo(stage)
+                names.append(stage_info.name if stage_info is not None else "?")
+            count.stages.append(names)
+        for name, value in previous.items():
+            sc.setLocalProperty(name, value)
