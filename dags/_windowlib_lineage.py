@@ -124,7 +124,7 @@ class _Task:
     """A task's windowlib side: its upstream value, Params, result, job, root and checkpoint."""
 
     def __init__(self, op: _Lineage) -> None:
-        from _windowlib_factory import get_job, resolve_root
+        from _windowlib_common import get_job, resolve_root
 
         self.op = op
         args = list(getattr(op, "op_args", None) or [])
@@ -220,7 +220,7 @@ def _backfill(t: _Task, when: str) -> Any:
 
 
 def _report(t: _Task, when: str) -> Any:
-    from _windowlib_factory import report_path
+    from _windowlib_common import report_path
 
     from windowlib.runs import lineage as L
 

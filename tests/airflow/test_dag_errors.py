@@ -70,7 +70,7 @@ def test_backfill_and_gc_tasks_follow_the_rule(monkeypatch, factory):
         def get_job(name, code=code):
             raise errors.StateError("simulated", code=code)
 
-        monkeypatch.setattr(factory, "get_job", get_job)
+        monkeypatch.setattr(importlib.import_module("_windowlib_tasks"), "get_job", get_job)
         with pytest.raises(raised, match=rf"^\[{code}\]"):
             factory.backfill_task({"params": {"pipeline": "clickstream_demo"}})
 

@@ -1,0 +1,297 @@
+"""The bodies of the windowlib DAG tasks — plan, run, audit, publish, report, backfill, gc — as
+module functions that tests and other DAGs call directly. Each takes and returns small JSON
+(XCom); Spark, Great Expectations and ``windowlib.runs`` load inside. The rules they follow
+(idempotency key, re-planning on a lost race, a failed audit blocking the publish, the error
+rule) are stated in ``_windowlib_factory``'s docstring.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from _windowlib_common import (
+    _ALREADY,
+    BACKFILL_ALIAS,
+    SPARK_CONNECT_CONN_ENV,
+    _status,
+    asset_extra,
+    committed_new_version,
+    get_job,
+    key_on,
+    last_complete_partition,
+    output_asset,
+    partitions_of,
+    report_path,
+    resolve_root,
+    run_key,
+    small_summary,
+    task_scope,
+)
+from _windowlib_ops import jvm_stderr_to_log, spark_session_settings, stage_line
+from airflow.sdk import AssetAlias
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+
+log = logging.getLogger(__name__)
+
+
+def spark_remote() -> str | None:
+    """The Spark Connect URL tasks use: ``$SPARK_REMOTE``, else the URL of the Airflow
+    ``spark_connect`` connection named by ``$WINDOWLIB_SPARK_CONNECT_CONN_ID``, else ``None``
+    (an in-process local SparkSession)."""
+    url = os.environ.get("SPARK_REMOTE")
+    if url:
+        return url
+    conn_id = os.environ.get(SPARK_CONNECT_CONN_ENV)
+    if not conn_id:
+        return None
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    return SparkConnectHook(conn_id).get_connection_url()
+
+
+def _spark() -> Any:
+    """The task's SparkSession: Spark Connect (``spark_remote``), else the active one, else a
+    new local one — its master and settings from the Spark connection named by
+    ``$WINDOWLIB_SPARK_SESSION_CONN_ID`` when set, its JVM's stderr into the task log at
+    DEBUG/WARNING (``jvm_stderr_to_log``)."""
+    from windowlib.engines.spark.session import get_or_create_session
+
+    url = spark_remote()
+    if url:  # every session lookup of this task process goes to the same server
+        os.environ["SPARK_REMOTE"] = url
+        return get_or_create_session(app_name="windowlib-airflow", remote=url)
+    from pyspark.sql import SparkSession
+
+    if SparkSession.getActiveSession() is not None:
+        return get_or_create_session(app_name="windowlib-airflow")
+    master, conf = spark_session_settings()
+    conf = {"spark.ui.showConsoleProgress": "false", **conf}
+    with jvm_stderr_to_log():
+        return get_or_create_session(master or "local[2]", app_name="windowlib-airflow",
+                                     conf=conf)
+
+
+def _checkpoint(job: Any, root: str) -> Any:
+    from windowlib.runs.incremental import open_checkpoint
+
+    return open_checkpoint(job.pipeline, job.locations(root)[0])
+
+
+def do_plan(name: str, context: Any) -> dict[str, Any] | None:
+    """The new files of the run's partitions; ``None`` (skip downstream) when nothing is new."""
+    from windowlib.runs.operations import plan_job
+
+    job = get_job(name)
+    root = resolve_root(context.get("params"))
+    first, last = partitions_of(context, job)
+    base = run_key(context["dag"].dag_id, context["dag_run"].run_id)
+    plan = plan_job(job, root, partitions=(first, last), run_id=base)
+    plan["run_id"] = key_on(base, plan["parent_version"])
+    stage_line("plan", name, partitions=[first, last], new_files=plan["files"],
+               version=plan["parent_version"], skip_rest=bool(plan["empty"]))
+    if plan["empty"]:
+        return None
+    return {"pipeline": name, "root": root, "partitions": [first, last], "base": base,
+            "plan": plan}
+
+
+def _replan(job: Any, planned: dict[str, Any]) -> dict[str, Any] | None:
+    from windowlib.runs.operations import plan_job
+
+    plan = plan_job(job, planned["root"], partitions=tuple(planned["partitions"]),
+                    run_id=planned["base"])
+    plan["run_id"] = key_on(planned["base"], plan["parent_version"])
+    return None if plan["empty"] else {**planned, "plan": plan}
+
+
+def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
+    """Stage the plan on Spark; re-plans once when another run moved the checkpoint."""
+    from windowlib.core.errors import StateError
+    from windowlib.runs.operations import stage_job
+
+    job = get_job(name)
+    spark = _spark()
+    try:
+        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
+    except StateError as exc:
+        if exc.code != "CHECKPOINT_CONFLICT":
+            raise
+        log.warning("%s — re-planning on top of the new version", exc)
+        planned = _replan(job, planned)
+        if planned is None:
+            raise AirflowSkipException("another run consumed every new file of these "
+                                       "partitions; nothing left to do") from exc
+        ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
+    counts = ref.get("summary") or {}
+    stage_line("run", name, staged=ref.get("run_id"),
+               **{k: counts[k] for k in ("inputs", "firings", "late", "rejects") if k in counts})
+    return {**{k: planned[k] for k in ("pipeline", "root", "partitions", "base")}, "ref": ref}
+
+
+def do_audit(name: str, staged: dict[str, Any]) -> dict[str, Any]:
+    """GX on the staged firings; returns the outcome (never raises for a failed suite)."""
+    from windowlib.runs.operations import audit_job
+
+    job = get_job(name)
+    validation = audit_job(job, staged["root"], staged["ref"], spark=_spark())
+    stage_line("audit", name, success=validation.get("success"),
+               failed=validation.get("failed"), data_docs=validation.get("data_docs"))
+    return {**staged, "validation": validation}
+
+
+def _failure_message(name: str, validation: dict[str, Any]) -> str:
+    from windowlib.runs.operations import blocked_message
+
+    return blocked_message(name, validation, "clear this run after the fix, or re-trigger "
+                           "with publish_on_failure=true")
+
+
+def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = False
+               ) -> dict[str, Any]:
+    """The atomic commit; a no-op when this key already committed. On a lost race the run
+    re-plans, re-stages and re-validates inline (``run_job``) once; if it loses again it raises
+    (Airflow retries with backoff)."""
+    from windowlib.core.errors import StateError
+    from windowlib.runs.operations import publish_job, run_job
+
+    job = get_job(name)
+    root, ref, validation = audited["root"], audited["ref"], audited.get("validation")
+    cs = _checkpoint(job, root)
+    done = cs.find_run(ref["run_id"])
+    if done is not None:
+        stage_line("publish", name, status=_ALREADY, version=done.version)
+        return {"pipeline": name, "run_id": ref["run_id"], "version": done.version,
+                "status": _ALREADY, "published": True}
+    try:
+        summary = publish_job(job, root, ref, validation, publish_on_failure=publish_on_failure)
+    except StateError as exc:
+        if exc.code not in ("CHECKPOINT_CONFLICT", "STAGING_MISSING"):
+            raise
+        # the conflict is known without running anything: re-plan first (a listing), and run
+        # again only when files are still new on top of the winner
+        replanned = _replan(job, {"root": root, "partitions": audited["partitions"],
+                                  "base": audited["base"]})
+        if replanned is None:          # the winner consumed everything: no event
+            raise AirflowSkipException("another run consumed every new file of these "
+                                       "partitions; nothing left to publish") from exc
+        log.warning("%s — re-running on top of the new version", exc)
+        key = replanned["plan"]["run_id"]
+        try:
+            summary = run_job(job, root, partitions=tuple(audited["partitions"]), run_id=key,
+                              spark=_spark(), publish_on_failure=publish_on_failure,
+                              progress=log.debug).to_dict()
+        except StateError as again:
+            if again.code != "CHECKPOINT_CONFLICT":
+                raise
+            raise AirflowException(
+                f"[CHECKPOINT_CONFLICT] pipeline {name!r}: another run holds the pipeline (it "
+                "committed first, twice). Nothing of this run was published; Airflow retries "
+                "it with backoff, re-planning what is still new.") from again
+        validation = summary.get("validation") or validation
+        if _status(summary) == "nothing_new":    # consumed by yet another run meanwhile
+            raise AirflowSkipException("another run consumed every new file of these "
+                                       "partitions; nothing left to publish") from exc
+    if _status(summary).blocked:
+        raise AirflowFailException(_failure_message(name, validation or {}))
+    stage_line("publish", name, status=summary.get("status"), version=summary.get("version"),
+               firings=summary.get("firings"), late=summary.get("late"))
+    return small_summary(summary)
+
+
+def do_report(name: str, root: str) -> str:
+    """Write the HTML run report to ``{root}/_windowlib/reports/{name}.html``; returns its URI."""
+    import tempfile
+
+    from windowlib.quality import write_run_report
+    from windowlib.runs.operations import run_history
+    from windowlib.state.stores import open_store
+    from windowlib.state.uri import Uri
+
+    job = get_job(name)
+    history = run_history(job, root)
+    target = Uri.parse(report_path(root, name))
+    if target.scheme == "file":
+        write_run_report(name, history, target.arrow_path, description=job.description)
+        stage_line("report", name, report=str(target), runs=len(history))
+        return str(target)
+    with tempfile.TemporaryDirectory() as tmp:
+        page = write_run_report(name, history, Path(tmp) / f"{name}.html",
+                                description=job.description)
+        open_store(target.parent).write_bytes(target.name, page.read_bytes())
+    stage_line("report", name, report=str(target), runs=len(history))
+    return str(target)
+
+
+def gc_task(pipeline: str, context: Any) -> dict[str, Any]:
+    """The ``windowlib_maintenance`` task of one pipeline: ``gc_job`` under the Params' root
+    and grace period; returns what was removed (small JSON)."""
+    from windowlib.runs.operations import GC_GRACE_HOURS, gc_job
+
+    params = context["params"]
+    with task_scope():
+        job = get_job(pipeline)
+        root = resolve_root(params)
+        done = gc_job(job, root, grace_hours=params.get("grace_hours", GC_GRACE_HOURS))
+    stage_line("gc", job.name, stagings=len(done["removed_stagings"]),
+               snapshots=len(done["pruned_snapshots"]),
+               generations=len(done["removed_generations"]), objects=done["removed_objects"])
+    return done
+
+
+def report_task(summary: dict[str, Any]) -> str:
+    """The ``windowlib_backfill`` report task: the pipeline's HTML report regenerated from its
+    history (as the pipeline DAG's ``report`` task does after a scheduled run)."""
+    with task_scope():
+        return do_report(summary["pipeline"], summary["root"])
+
+
+def backfill_task(context: Any) -> dict[str, Any]:
+    """The ``windowlib_backfill`` task: validate the Params, call ``backfill_job``.
+
+    User mistakes (unknown pipeline, a partition not in the pipeline's format, first > last, a
+    changed definition...) fail the task without retry (``AirflowFailException``) with a clear
+    message; failures propagate (retried)."""
+    with task_scope():
+        summary = _backfill(context)
+    if committed_new_version(summary):
+        job = get_job(summary["pipeline"])
+        context["outlet_events"][AssetAlias(BACKFILL_ALIAS)].add(
+            output_asset(job), extra=asset_extra(job, summary["root"], summary))
+    return summary
+
+
+def _backfill(context: Any) -> dict[str, Any]:
+    from windowlib.runs.operations import backfill_job, check_job_range
+
+    p = context["params"]
+    job = get_job(p["pipeline"])
+    root = resolve_root(p)
+    first = p.get("first") or p.get("last") or last_complete_partition(job)
+    last, mode = p.get("last") or first, p["mode"]
+    check_job_range(job, first, last)   # the one range rule (codes as in the CLI)
+    if mode not in ("incremental", "rebuild"):
+        raise AirflowFailException(f"mode must be incremental or rebuild, got {mode!r}")
+    base = run_key(context["dag"].dag_id, context["dag_run"].run_id)
+    rebuild = mode == "rebuild"
+    cs = _checkpoint(job, root)
+    if rebuild:
+        key = base
+        done = cs.find_run(key)
+        if done is not None and not p["dry_run"]:
+            return {"pipeline": job.name, "run_id": key, "status": _ALREADY,
+                    "version": done.version, "mode": mode, "root": root}
+    else:
+        head = cs.latest()
+        key = key_on(base, head.version if head else None)
+    summary = backfill_job(job, root, first, last, rebuild=rebuild, dry_run=bool(p["dry_run"]),
+                           spark=None if p["dry_run"] else _spark(), run_id=key,
+                           progress=log.debug).to_dict()
+    stage_line("backfill", job.name, partitions=[first, last], mode=mode,
+               status=summary.get("status"), version=summary.get("version"),
+               firings=summary.get("firings"))
+    if _status(summary).blocked:
+        raise AirflowFailException(_failure_message(job.name, summary.get("validation") or {}))
+    return {**small_summary(summary), "mode": mode, "first": first, "last": last, "root": root}
