@@ -93,7 +93,7 @@ def test_clock_sentinels_in_records_written_before_read_as_none(tmp_path):
     """Earlier versions wrote the -inf sentinel into commit records (a run that accepted no
     event); a ``Commit`` gives ``None`` for it, and the next run continues from -inf."""
     from windowlib.core.time import MIN_TS
-    from windowlib.runs.incremental import _prior
+    from windowlib.runs.run_inputs import prior_state
 
     job = Job(tmp_path.as_uri(), LAG)
     cs = open_checkpoint(job.pipeline, job.locations(job.root)[0])
@@ -101,5 +101,5 @@ def test_clock_sentinels_in_records_written_before_read_as_none(tmp_path):
                                            max_event_time_ms=MIN_TS))
     head = cs.latest()
     assert (head.watermark_ms, head.processing_time_ms, head.max_event_time_ms) == (None, 5, None)
-    clock = _prior(head, spark=None, settings=None).clock
+    clock = prior_state(head, spark=None, settings=None).clock
     assert (clock.watermark, clock.processing_time, clock.max_event_ts) == (MIN_TS, 5, MIN_TS)

@@ -34,16 +34,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, StateError
-from windowlib.core.loop import RunClock
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.time import MIN_TS, finite_ms
+from windowlib.core.time import finite_ms
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.runs.footer_plan import EXPLICIT_SCHEMA_FOOTERS, footer_plan
 from windowlib.runs.lineage_emit import emits_lineage
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
-from windowlib.runs.schemas import Footer, read_footers
+from windowlib.runs.run_inputs import input_schema, prior_state, state_rows
+from windowlib.runs.schemas import read_footers
 from windowlib.runs.source import PartitionedSource, SourceFile
 from windowlib.runs.summary import RunSummary, iso_ms
 from windowlib.runs.tables import sync_tables
@@ -117,27 +117,6 @@ class StagedRun:
                 "firings": self.details.frames.get("firings")}
 
 
-def _prior(parent: Commit | None, spark: Any, settings: S3Settings | None) -> Any:
-    """The engine's ``PriorState``: the committed clock and exactly the committed state files
-    (never a listing that could see leftovers)."""
-    from windowlib.engines.base import PriorState
-    from windowlib.runs.frames import FrameInfo, read_frame
-
-    if parent is None:
-        return PriorState()
-    clock = RunClock(*(MIN_TS if v is None else int(v) for v in (
-        parent.watermark_ms, parent.processing_time_ms, parent.max_event_time_ms)))
-    details = CommitDetails.of(parent.extra)
-    info = details.frames.get("state")
-    if not (details.state_schema and info and "state" in parent.record["prefixes"]):
-        return PriorState(clock)
-    from pyspark.sql.types import StructType
-
-    frame = read_frame(spark, FrameInfo.from_dict(info),
-                       StructType.fromJson(details.state_schema), settings=settings)
-    return PriorState(clock, frame, details.state_kind)
-
-
 def stage_run(pipeline: Pipeline, source: PartitionedSource,
               checkpoint: str | CheckpointStore, output: str,
               plan: RunPlan, *, watermark: WatermarkStrategy | None = None, spark: Any = None,
@@ -172,10 +151,10 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
     footers = read_footers(source, files) \
         if source.schema is None or len(files) <= EXPLICIT_SCHEMA_FOOTERS else []
-    schema, changes = _input_schema(pipeline, source, parent, footers)
+    schema, changes = input_schema(pipeline, source, parent, footers)
     frame = source.read(spark, files, schema=schema).frame
     stats = footer_plan(pipeline, frame, footers, files)
-    prior = _prior(parent, spark, settings)
+    prior = prior_state(parent, spark, settings)
     options = {} if max_key_state is None else {"max_key_state": max_key_state}
     executor = SparkExecutor(path=path, incremental=True, result_schema=result_schema,
                              persist=False, **options)
@@ -187,7 +166,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         # native plan's row stages (the general path shuffles by key anyway)
         frame = frame.repartition(target)
     scope = contextlib.ExitStack()     # a small run: one job (run_outputs.small_run)
-    scope.enter_context(small_run(spark, stats.rows + _state_rows(parent)
+    scope.enter_context(small_run(spark, stats.rows + state_rows(parent)
                                   if stats is not None else None))
     try:
         frame = frame.persist()    # the bundle plan (no footers), engine, source rejects
@@ -250,29 +229,6 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     finally:
         frame.unpersist()
         scope.close()
-
-
-def _input_schema(pipeline: Pipeline, source: PartitionedSource, parent: Commit | None,
-                  footers: list[Footer]) -> tuple[Any, list[str]]:
-    """The schema to read this run's files with: the checkpoint's recorded input schema,
-    reconciled with the new files' footers (``runs/schemas.py``: safe widenings recorded,
-    anything else ``SCHEMA_MISMATCH`` before anything is staged)."""
-    from windowlib.runs.schemas import file_schemas, reconcile
-
-    found = file_schemas(source, footers)
-    recorded = CommitDetails.of(parent.extra).input_schema if parent is not None else None
-    if not found:
-        return None, []
-    from pyspark.sql.types import StructType
-
-    return reconcile(pipeline, StructType.fromJson(recorded) if recorded else None, found)
-
-
-def _state_rows(parent: Commit | None) -> int:
-    """Rows of the committed pane state (from its record: no read)."""
-    if parent is None:
-        return 0
-    return int((CommitDetails.of(parent.extra).frames.get("state") or {}).get("rows") or 0)
 
 
 def _check_parent(pipeline: Pipeline, parent: Commit | None, planned: int | None) -> None:
