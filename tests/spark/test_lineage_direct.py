@@ -67,10 +67,12 @@ def lineage_env(monkeypatch, tmp_path):
     lineage_emit._client.cache_clear()
 
 
-def _hour(lake, hour: int, name: str = "part-0", minutes=(0, 50)) -> None:
+def _hour(lake, hour: int, name: str = "part-0", minutes=(0, 50)) -> int:
+    """Write one file into hour ``hour``'s partition; returns its row count."""
     start = T0 + dt.timedelta(hours=hour)
     rows = [(k, start + dt.timedelta(minutes=m), 1) for m in range(*minutes, 7) for k in "ab"]
     write_partition(lake / "events", hour, rows, name)
+    return len(rows)
 
 
 def _gate(firings, summary) -> dict:
@@ -98,7 +100,7 @@ def test_http_events_name_files_tables_versions_and_the_late_rerun(spark, tmp_pa
     p = clicks_pipeline("clicks_lineage")
     first = run_incremental(p, watermark=WM, spark=spark, validate=_gate, **loc)
     assert first.version == 1
-    _hour(lake, 0, "late-0", minutes=(40, 59))          # lands late in a consumed hour
+    late_rows = _hour(lake, 0, "late-0", minutes=(40, 59))   # lands late in a consumed hour
     again = run_incremental(p, watermark=WM, spark=spark, validate=_gate, **loc)
     assert again.version == 2 and again.firings_by_timing.get("LATE", 0) > 0
 
@@ -116,8 +118,8 @@ def test_http_events_name_files_tables_versions_and_the_late_rerun(spark, tmp_pa
     assert (source["namespace"], source["name"]) == ("file", f"{lake}/events")
     consumed = source["inputFacets"]["windowlib_input"]
     assert [p["partition"] for p in consumed["partitions"]] == ["2024-03-01T00"]
-    assert [f["path"].rsplit("/", 1)[-1] for f in consumed["partitions"][0]["files"]] == [
-        "late-0.parquet"]
+    assert [(f["path"].rsplit("/", 1)[-1], f["rows"])
+            for f in consumed["partitions"][0]["files"]] == [("late-0.parquet", late_rows)]
     assert consumed["rowCount"] == again.inputs == source["inputFacets"]["inputStatistics"][
         "rowCount"]
     audited = done["inputs"][1]["inputFacets"]["dataQualityAssertions"]["assertions"]

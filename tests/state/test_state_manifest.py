@@ -51,3 +51,21 @@ def test_damaged_manifest_is_reported_as_corrupt(tmp_path):
     with pytest.raises(StateError) as err:
         cs.manifest()
     assert err.value.code == "CHECKPOINT_CORRUPT"
+
+
+@pytest.mark.unit
+def test_row_counts_are_kept_but_are_not_part_of_a_files_identity(tmp_path):
+    """A run records each consumed file's row count (from its footer); the same file listed
+    again (no row count known to a listing) is still consumed, and entries written before
+    row counts existed read back with ``rows=None``."""
+    import dataclasses
+    import json
+
+    cs = CheckpointStore(tmp_path.as_uri(), "demo", "fp")
+    counted = dataclasses.replace(_f(1), rows=42)
+    cs.commit(cs.begin("r1"), RunRecord(consumed=[counted, _f(2)]))
+    m = cs.manifest()
+    assert (m.get(_f(1).path).rows, m.get(_f(2).path).rows) == (42, None)
+    assert m.consumed([_f(1), _f(2)]) == []
+    older = {k: v for k, v in dataclasses.asdict(_f(3)).items() if k != "rows"}
+    assert FileEntry.from_dict(json.loads(json.dumps(older))).rows is None

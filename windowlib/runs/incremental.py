@@ -42,7 +42,7 @@ from windowlib.runs.footer_plan import EXPLICIT_SCHEMA_FOOTERS, footer_plan
 from windowlib.runs.lineage_emit import emits_lineage
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
-from windowlib.runs.run_inputs import input_schema, prior_state, state_rows
+from windowlib.runs.run_inputs import input_schema, prior_state, state_rows, with_footer_rows
 from windowlib.runs.schemas import read_footers
 from windowlib.runs.source import PartitionedSource, SourceFile
 from windowlib.runs.summary import RunSummary, iso_ms
@@ -216,7 +216,8 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
                 max_event_time_ms=finite_ms(clock.max_event_ts),
                 stats={k: v for k, v in summary.to_dict().items()
                        if k not in ("validation", "status", "published")},
-                extra=details.to_extra(), consumed=plan.files, prefixes=list(STAGED))
+                extra=details.to_extra(), consumed=with_footer_rows(plan.files, footers),
+                prefixes=list(STAGED))
             result = StagedRun(staging, summary, record)
             staging.write_json("pending", {"record": record.to_dict(), **result.ref()})
             # exactly the staged files: no listing, and nothing is recomputed

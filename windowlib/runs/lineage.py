@@ -127,8 +127,10 @@ def _files_by_partition(files: Sequence[Any]) -> list[dict[str, Any]]:
     parts: dict[str, list[dict[str, Any]]] = {}
     for f in files:
         entry = f if isinstance(f, Mapping) else asdict(f)
-        parts.setdefault(str(entry.get("partition")), []).append(
-            {"path": redact(str(entry["path"])), "size": int(entry["size"])})
+        listed = {"path": redact(str(entry["path"])), "size": int(entry["size"])}
+        if entry.get("rows") is not None:   # from the footer the run read
+            listed["rows"] = int(entry["rows"])
+        parts.setdefault(str(entry.get("partition")), []).append(listed)
     return [{"partition": p, "files": fs} for p, fs in sorted(parts.items())]
 
 

@@ -1,9 +1,12 @@
 """What an incremental run reads before it runs, from the committed checkpoint and the new files'
-footers: the schema to read the files with, the engine's prior state, the state's row count.
-Reads only what the commit record names (never a listing that could see leftovers)."""
+footers: the schema to read the files with, the engine's prior state, the state's row count,
+each file's row count. Reads only what the commit record names (never a listing that could see
+leftovers)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from windowlib.core.loop import RunClock
@@ -13,6 +16,7 @@ from windowlib.runs.protocol import CommitDetails
 from windowlib.runs.schemas import Footer
 from windowlib.runs.source import PartitionedSource
 from windowlib.state.checkpoint import Commit
+from windowlib.state.manifest import FileEntry
 from windowlib.state.s3config import S3Settings
 
 
@@ -58,3 +62,10 @@ def state_rows(parent: Commit | None) -> int:
     if parent is None:
         return 0
     return int((CommitDetails.of(parent.extra).frames.get("state") or {}).get("rows") or 0)
+
+
+def with_footer_rows(files: Sequence[FileEntry], footers: Sequence[Footer]) -> list[FileEntry]:
+    """``files`` with their row counts from ``footers`` (the consumed files a commit records;
+    lineage lists them). A file without a readable footer keeps ``rows=None``."""
+    rows = {f.uri: f.metadata.num_rows for f in footers if f.metadata is not None}
+    return [dataclasses.replace(f, rows=rows.get(f.path)) for f in files]

@@ -36,7 +36,10 @@ FULL_NAME = "_manifest/full.jsonl.gz"
 
 @dataclass(frozen=True)
 class FileEntry:
-    """One input file. ``etag`` for S3, ``mtime_ms`` for files; ``version`` = consuming commit."""
+    """One input file. ``etag`` for S3, ``mtime_ms`` for files; ``version`` = consuming commit;
+    ``rows`` = its row count from the Parquet footer the consuming run read (``None`` when no
+    footer was read: CSV/JSON, an unreadable footer, manifests written before). Not part of
+    the file's identity."""
 
     path: str
     size: int
@@ -44,6 +47,7 @@ class FileEntry:
     mtime_ms: int | None = None
     partition: str | None = None
     version: int | None = None
+    rows: int | None = None
 
     def identity(self) -> tuple[str, int, str]:
         marker = f"etag:{self.etag}" if self.etag else f"mtime:{self.mtime_ms}"
@@ -53,7 +57,8 @@ class FileEntry:
     def from_dict(cls, d: dict[str, Any]) -> FileEntry:
         return cls(path=str(d["path"]), size=int(d["size"]), etag=d.get("etag"),
                    mtime_ms=d.get("mtime_ms"), partition=d.get("partition"),
-                   version=d.get("version"))
+                   version=d.get("version"),
+                   rows=None if d.get("rows") is None else int(d["rows"]))
 
 
 def _encode(entries: Iterable[FileEntry]) -> bytes:
