@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from wl_airflow_env import REPO, subprocess_env
@@ -25,29 +27,33 @@ from wl_airflow_env import REPO, subprocess_env
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 PROBE = """
-import json, sys
+import json, pathlib, sys
 from datetime import UTC, datetime
 import windowlib_pipelines as m
 
 dag = m.windowlib_clickstream_demo
 at = datetime(2024, 3, 1, 1, tzinfo=UTC)
 dr = dag.test(logical_date=at, run_after=at, run_conf={"root": sys.argv[1]})
-print("RESULT " + json.dumps({"state": str(dr.state), "run_id": dr.run_id,
-                              "tasks": {ti.task_id: str(ti.state)
-                                        for ti in dr.get_task_instances()}}))
+pathlib.Path(sys.argv[2]).write_text(json.dumps(
+    {"state": str(dr.state), "run_id": dr.run_id,
+     "tasks": {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}}))
 """
 
 
 def _dag_test(root: str, **env: str) -> tuple[dict, str]:
+    """``dag.test()`` in a subprocess; its result goes through a file, not stdout, where task
+    logs and lineage messages from other threads interleave with it."""
     env = {"WINDOWLIB_SPARK_CONN_ID": "spark_local",
            "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[2]"}),
            **env}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, root], capture_output=True, text=True, timeout=1200,
-        cwd=str(REPO), env=subprocess_env(**env))
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
-    return json.loads(lines[-1][len("RESULT "):]), done.stdout + done.stderr
+    with tempfile.TemporaryDirectory() as scratch:
+        result = Path(scratch) / "result.json"
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, root, str(result)], capture_output=True, text=True,
+            timeout=1200, cwd=str(REPO), env=subprocess_env(**env))
+        assert result.exists(), \
+            f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+        return json.loads(result.read_text()), done.stdout + done.stderr
 
 
 def test_spark_submit_run_publishes_under_the_plans_key_and_a_rerun_is_a_no_op(airflow_db,
