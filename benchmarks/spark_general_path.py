@@ -12,12 +12,14 @@ collected):
   ``BoundedOutOfOrderness(10 min)``, all three outputs (firings, late, rejects);
 - general path, Python: the same window with a ``ProcessWindowFunction`` and an early
   ``CountTrigger.at_least(5)``;
+- pane path (``python_panes``): that pipeline as the planner runs it one-shot — firings in
+  Spark SQL, the function once per firing (all three outputs);
 - ``--hour``: the same three over one hourly partition (one bundle, ~100k distinct keys at the
   default size), where the fixed cost per key and per Python call dominates.
 
     .venv/bin/python benchmarks/spark_general_path.py [--events N] [--keys K] [--repeat R]
-        [--data DIR] [--cases native,native_path,declarative,python] [--hour 2024-03-01T05]
-        [--result-schema]
+        [--data DIR] [--cases native,native_path,declarative,python,python_panes]
+        [--hour 2024-03-01T05] [--result-schema]
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
 
-CASES = ("native", "native_path", "declarative", "python")
+CASES = ("native", "native_path", "declarative", "python", "python_panes")
 RESULT_SCHEMA = "n long, total long, pane long"
 
 
@@ -109,12 +111,22 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
         for out in (result.firings, result.late, result.rejects):
             out.write.format("noop").mode("overwrite").save()
 
-    runs = {"native": native, "native_path": native_path,
+    def pane_path():
+        schema = RESULT_SCHEMA if result_schema else None
+        result = run_dataframe(pipelines()["python"], frame(), "arrival_hour",
+                               watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                               finalize=True, result_schema=schema, path="panes")
+        for out in (result.run.detail.tagged, result.late, result.rejects):
+            out.write.format("noop").mode("overwrite").save()
+        result.unpersist()
+
+    runs = {"native": native, "native_path": native_path, "python_panes": pane_path,
             **{k: general(p) for k, p in pipelines().items()}}
     labels = {"native": "hand-written Spark SQL (groupBy key, window 5 min; sum, count)",
               "native_path": "windowlib native path, declarative sum+count (all outputs)",
               "declarative": "general path, declarative sum+count (all outputs)",
-              "python": "general path, ProcessWindowFunction + early count trigger"}
+              "python": "general path, ProcessWindowFunction + early count trigger",
+              "python_panes": "pane path, the same ProcessWindowFunction (all outputs)"}
     native()  # warm-up
     t_native = timed(native, repeat)
     print(f"  {labels['native']:<64}{t_native:7.2f} s {n / t_native:>12,.0f} events/s")

@@ -315,3 +315,44 @@ def bundle_lists(draw: Any, processing_time: bool = False, max_bundles: int = 6,
                                                    max_rows)),
                               processing_time=p_time, watermark=watermark))
     return bundles
+
+
+@st.composite
+def pane_pipelines(draw: Any) -> wl.Pipeline:
+    """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
+    sliding windows, the default trigger or ``after_end_of_window()`` with count early/late
+    triggers, accumulating or discarding, any lateness, and a ``process`` function reading the
+    pane context with per-key and per-window state (``PaneFn``) or an ``apply`` function."""
+    size = draw(st.integers(5, 40))
+    if draw(st.booleans()):
+        assigner: wl.WindowAssigner = wl.TumblingEventTimeWindows.of(
+            size, draw(st.integers(-size + 1, size - 1)))
+    else:
+        slide = draw(st.integers(1, size))
+        assigner = wl.SlidingEventTimeWindows.of(size, slide,
+                                                 draw(st.integers(-slide + 1, slide - 1)))
+    base = wl.Pipeline("panes", timestamp="ts")
+    p = base.key_by("key").window(assigner) if draw(st.integers(0, 5)) > 0 \
+        else base.window_all(assigner)
+    trigger: wl.Trigger | None = None
+    kind = draw(st.sampled_from(["default", "end", "early", "late", "both"]))
+    if kind != "default":
+        trigger = wl.EventTimeTrigger.after_end_of_window(fire_empty_on_time=draw(st.booleans()))
+        counts = [wl.CountTrigger.at_least(draw(st.integers(1, 4))),
+                  wl.CountTrigger.of(draw(st.integers(1, 4)))]
+        if kind in ("early", "both"):
+            trigger = trigger.with_early_trigger(draw(st.sampled_from(counts)))
+        if kind in ("late", "both"):
+            trigger = trigger.with_late_trigger(draw(st.sampled_from(counts)))
+    mode = draw(st.sampled_from([None, "accumulating", "discarding"]))
+    if mode == "discarding" and getattr(trigger, "fire_empty_on_time", False) \
+            and getattr(trigger, "early", None) is not None:
+        mode = "accumulating"   # empty discarding ON_TIME panes stay on the general path
+    if mode is not None:
+        p = p.accumulation(mode)
+    if trigger is not None:
+        p = p.trigger(trigger)
+    p = p.allowed_lateness(draw(st.sampled_from([0, 0, 7, 30, 60])))
+    if draw(st.integers(0, 3)) == 0:
+        return p.apply(window_rows)
+    return p.process(PaneFn())

@@ -1,6 +1,7 @@
 """Every semantic transcript (``tests/transcripts/*.yaml``) on the Spark general path (forced,
-for every transcript) and on the native path (wherever the planner accepts the pipeline; the
-others are skipped with the planner's reasons).
+for every transcript), on the native path (wherever the planner accepts the pipeline; the
+others are skipped with the planner's reasons) and on the pane path (Python per firing:
+wherever ``planner.pane_reasons`` accepts the pipeline).
 
 The transcripts and their checker belong to ``tests/transcripts/``; this module imports the
 checker (``check_transcript``) and runs each case once on ``engine="spark"`` with
@@ -16,7 +17,7 @@ from transcript_checks import CASES, checks
 
 import windowlib as wl
 import windowlib.engines.spark.testing as spark_testing
-from windowlib.engines.spark.planner import plan_path
+from windowlib.engines.spark.planner import pane_reasons, plan_path
 
 pytestmark = pytest.mark.spark
 
@@ -40,6 +41,15 @@ def test_transcript_on_spark_native_path(spark, case, monkeypatch):
         if exc.code != "NATIVE_UNSUPPORTED":
             raise
         pytest.skip(f"planner: {exc}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_transcript_on_spark_pane_path(spark, case, monkeypatch):
+    reasons = pane_reasons(case.pipeline())
+    if reasons:
+        pytest.skip("pane path: " + "; ".join(reasons))
+    _force_path(monkeypatch, "panes")
+    checks.check_transcript(case, engine="spark", stepwise=False)
 
 
 def _force_path(monkeypatch, path: str) -> None:

@@ -24,7 +24,7 @@ from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time, is_late
 from windowlib.core.logic import driver_plan
 from windowlib.core.merging import SessionMerging
-from windowlib.core.outputs import RESERVED_COLUMNS
+from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
 from windowlib.core.runner import function_failed
@@ -299,29 +299,8 @@ class KeyDriver(SessionMerging):
 
     def _row(self, window: Any, index: int, timing: Timing, result: dict, is_last: bool
              ) -> dict:
-        logic = self.logic
-        row = dict(self.key_row)
-        row["window_start"] = window.start
-        row["window_end"] = window.end
-        row["pane_index"] = index
-        row["timing"] = timing._value_  # plain attribute; ``.value`` is a slow descriptor
-        if not RESERVED_COLUMNS.isdisjoint(result):
-            name = next(n for n in result if n in RESERVED_COLUMNS)
-            raise ExecutionError(
-                f"the window function returned a column named {name!r}, which windowlib "
-                f"sets itself; rename it (reserved: {', '.join(sorted(RESERVED_COLUMNS))})",
-                code="RESULT_COLUMN_CONFLICT")
-        keys = logic.key_column_set
-        if keys.isdisjoint(result):
-            row.update(result)
-        else:
-            for name, value in result.items():
-                if name not in keys:
-                    row[name] = value
-        row["is_final"] = is_last
-        if self._plan.retracting:
-            row["retract"] = False
-        return row
+        return firing_row(self.logic, self.key_row, window, index, timing._value_, result,
+                          is_last, self._plan.retracting)
 
     def _retract(self, record: WindowRecord) -> None:
         for old in record.last_rows or ():
@@ -413,3 +392,4 @@ class KeyDriver(SessionMerging):
                 record.timers.add((domain, int(t)))
         driver.global_state = decode(data["global"])
         return driver
+

@@ -128,6 +128,7 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("NAME_INVALID", _D, USER, "a pipeline, job, run id or staged-prefix name outside its "
      "allowed characters"),
     ("NATIVE_UNSUPPORTED", _D, USER, "the native path was forced for a pipeline it cannot run"),
+    ("PANES_UNSUPPORTED", _D, USER, "the pane path was forced for a pipeline it cannot run"),
     ("NO_WINDOW", _D, USER, "the pipeline has no window assigner"),
     ("NO_WINDOW_FUNCTION", _D, USER, "the pipeline has no window function"),
     ("OFFSET_INVALID", _D, USER, "a window offset not smaller than the size (or slide)"),

@@ -23,6 +23,9 @@ carry them as timestamps (null while a clock is -inf, and at the end of a finali
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from windowlib.core.errors import ExecutionError
 
 OUTPUTS = ("firings", "late", "rejects", "side_outputs")
 
@@ -86,3 +89,33 @@ def side_output_columns(fields: tuple[str, ...] | None) -> tuple[str, ...]:
     """The columns of one side output's values: the fields of its declared type, or
     ``value_json`` when it has none (``fields`` is ``None``)."""
     return (VALUE_JSON,) if fields is None else fields
+
+
+def firing_row(logic: Any, key_row: dict, window: Any, index: int, timing: str, result: dict,
+               is_last: bool, retracting: bool) -> dict:
+    """The firing row of one result row (SPEC §7 column order): the key, the window, pane
+    index and timing (``Timing`` value), the result's columns (key columns never overwritten;
+    a reserved name is ``RESULT_COLUMN_CONFLICT``), ``is_final`` and, when retracting,
+    ``retract``. Every engine's firings are built here."""
+    row = dict(key_row)
+    row["window_start"] = window.start
+    row["window_end"] = window.end
+    row["pane_index"] = index
+    row["timing"] = timing
+    if not RESERVED_COLUMNS.isdisjoint(result):
+        name = next(n for n in result if n in RESERVED_COLUMNS)
+        raise ExecutionError(
+            f"the window function returned a column named {name!r}, which windowlib "
+            f"sets itself; rename it (reserved: {', '.join(sorted(RESERVED_COLUMNS))})",
+            code="RESULT_COLUMN_CONFLICT")
+    keys = logic.key_column_set
+    if keys.isdisjoint(result):
+        row.update(result)
+    else:
+        for name, value in result.items():
+            if name not in keys:
+                row[name] = value
+    row["is_final"] = is_last
+    if retracting:
+        row["retract"] = False
+    return row

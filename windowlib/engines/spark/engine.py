@@ -1,14 +1,16 @@
 """The Spark engine's entry points: ``run_dataframe`` (what ``Pipeline.run`` calls) and
 ``explain``.
 
-Two paths, chosen by the planner (``planner.plan_path``; ``explain`` prints its choice and the
-reason for every fallback): the **native** path (``native.py``: Spark SQL only, for the subset
-proven equal to the reference engine) and the **general** path (``general.py``: the semantic
-core per key inside ``mapInArrow``). ``run_dataframe(path="native"|"general")`` forces one.
+Three paths, chosen by the planner (``planner.choose_path``; ``explain`` prints its choice and
+the reason for every fallback): the **native** path (``native.py``: Spark SQL only, for the
+subset proven equal to the reference engine), the **pane** path (``panes.py``: the native
+path's firings with a Python ``process``/``apply`` function called once per firing) and the
+**general** path (``general.py``: the semantic core per key inside ``mapInArrow``).
+``run_dataframe(path="native"|"panes"|"general")`` forces one.
 
-Outputs (SPEC §7), the same schema on both paths. General path: computed from ONE pass over the
-input (its tagged output is persisted, so reading ``firings``, ``late`` and ``rejects`` does not
-recompute the input; call ``result.unpersist()`` when done). Native path: three lazy
+Outputs (SPEC §7), the same schema on every path. General and pane paths: the Python pass is
+computed once (its tagged output is persisted, so reading ``firings``, ``late`` and ``rejects``
+does not recompute the input; call ``result.unpersist()`` when done). Native path: three lazy
 DataFrames (nothing persisted; ``unpersist()`` is a no-op):
 
 - ``firings``: key columns, ``window_start``/``window_end`` (TimestampType, null for global
@@ -44,7 +46,7 @@ from windowlib.engines.spark.bundles import BundlePlan
 from windowlib.engines.spark.columns import DEFAULT_MAX_KEY_STATE
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
-from windowlib.engines.spark.planner import explain_choice, plan_path
+from windowlib.engines.spark.planner import choose_path, explain_choice
 from windowlib.engines.spark.shipping import ship_code
 
 
@@ -65,7 +67,7 @@ class SparkRunResult:
 
     @property
     def path(self) -> str:
-        """``native`` | ``general``: the path that ran."""
+        """``native`` | ``panes`` | ``general``: the path that ran."""
         return self.run.path
 
     @property
@@ -122,8 +124,9 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
     - ``partitions``: how many partitions (Python tasks) walk the keys; default the session's
       ``spark.sql.shuffle.partitions``, kept as is (not coalesced by adaptive execution).
     - ``path``: ``auto`` (the planner decides), ``native`` (a ``DefinitionError`` with the
-      planner's reasons when the pipeline is outside the native subset) or ``general``.
-      ``max_key_state`` and ``partitions`` apply to the general path only.
+      planner's reasons when the pipeline is outside the native subset), ``panes`` (likewise)
+      or ``general``. ``max_key_state`` and ``partitions`` apply to the general and pane
+      paths.
     """
     ship_code(df.sparkSession)    # windowlib on a cluster's executors (no-op on local masters)
     executor = SparkExecutor(path=path, result_schema=result_schema,
@@ -144,4 +147,4 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
 def explain(pipeline: Pipeline) -> str:
     """Which path runs ``pipeline`` on Spark (``path="auto"``), and why. Input-dependent
     checks (result types from the DataFrame's schema) happen again at run time."""
-    return explain_choice(pipeline, plan_path(pipeline))
+    return explain_choice(pipeline, choose_path(pipeline))

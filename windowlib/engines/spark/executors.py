@@ -4,6 +4,8 @@
   pipeline; state ``general-keys`` (one row per live key).
 - ``NativeExecutor``: Spark SQL only (``native.py``; with state, ``native_incremental.py``:
   ``native-windows``, one row per live window); the planner's subset.
+- ``PaneExecutor``: the native path's firings with a Python ``process``/``apply`` function
+  called once per firing (``panes.py``); one-shot runs.
 - ``SparkExecutor``: picks one of them — the planner's choice, or the path a prior state was
   written by (a checkpoint keeps its path until a rebuild), or the one the caller insists on.
 
@@ -24,11 +26,11 @@ from windowlib.core.time import timestamp_ms
 from windowlib.engines.base import BundleTimes, EngineRun, Executor, PriorState, TimePolicy
 from windowlib.engines.spark.columns import DEFAULT_MAX_KEY_STATE
 from windowlib.engines.spark.outputs import SparkOutputs
+from windowlib.engines.spark.planner import PATHS
 
 __all__ = ["PATHS", "STATE_KINDS", "FrameBundles", "GeneralExecutor", "NativeExecutor",
-           "SparkExecutor"]
+           "PaneExecutor", "SparkExecutor"]
 
-PATHS = ("auto", "native", "general")
 # the format of a path's pane state, as commit records name it
 STATE_KINDS = {"general": "general-keys", "native": "native-windows"}
 
@@ -144,6 +146,40 @@ class NativeExecutor(Executor):
                          detail=run)
 
 
+class PaneExecutor(Executor):
+    """The pane path (``panes.py``; the caller has checked ``planner.pane_reasons``): one-shot
+    runs only. Options as ``GeneralExecutor``'s."""
+
+    name = "panes"
+
+    def __init__(self, *, result_schema: Any = None,
+                 max_key_state: int = DEFAULT_MAX_KEY_STATE, partitions: int | None = None,
+                 persist: bool = True, emit_state: bool = False) -> None:
+        if emit_state:
+            raise DefinitionError("the pane path runs one-shot runs only",
+                                  code="PANES_UNSUPPORTED")
+        self.result_schema, self.max_key_state = result_schema, max_key_state
+        self.partitions, self.persist = partitions, persist
+
+    def run(self, pipeline: Pipeline, bundles: FrameBundles, *,
+            prior: PriorState | None = None, time: TimePolicy | None = None,
+            run_id: str | None = None) -> EngineRun[SparkOutputs]:
+        from windowlib.engines.spark.panes import run_panes
+
+        time, prior = time or TimePolicy(), prior or PriorState()
+        if prior.state is not None:
+            raise StateError("one-shot pane runs start from empty state", code="STATE_INVALID")
+        run = run_panes(pipeline, bundles.df, bundles.arrival, watermark=time.watermark,
+                        finalize=time.finalize, order_by=bundles.order_by,
+                        result_schema=self.result_schema, processing_time=time.processing_time,
+                        arrival_interval=time.arrival_interval,
+                        overrides=_overrides(bundles, time.bundles),
+                        max_key_state=self.max_key_state, partitions=self.partitions,
+                        persist=self.persist, bundle_stats=bundles.stats)
+        return EngineRun(run.outputs(run_id), run.plan.clock_after(), path=self.name,
+                         state_kind=None, inputs=sum(run.plan.counts), detail=run)
+
+
 class SparkExecutor(Executor):
     """Runs a pipeline on the path it should take. ``path``: ``auto`` (the planner; with a
     prior state, the path that wrote it), ``native`` or ``general`` (insist: a
@@ -205,6 +241,8 @@ class SparkExecutor(Executor):
         executor: Executor
         if path == "native":
             executor = NativeExecutor(incremental=self.incremental)
+        elif path == "panes":
+            executor = PaneExecutor(result_schema=self.result_schema, **self.general)
         else:
             executor = GeneralExecutor(result_schema=self.result_schema,
                                        emit_state=self.incremental, **self.general)

@@ -129,30 +129,40 @@ class GeneralRun:
 
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
                               self.retracting, self.typed_tags)
-        route = None
-        for kind, output in KIND_OUTPUTS.items():
-            cond = F.col(KIND) == F.lit(kind)
-            route = F.when(cond, F.lit(output)) if route is None else \
-                route.when(cond, F.lit(output))
-        route = route.otherwise(F.col(KIND))     # an unknown kind fails a writer: never dropped
-
-        def value(name: str) -> Any:
-            return F.col(_INTERNAL.get(name, f"`{name}`"))
-
-        def element(name: str) -> Any:
-            return F.col(f"{ELEMENT}.`{name}`")
-
+        part = tagged_part(self.tagged, names, run_id, OUTPUTS)
         keys = [(c, F.col(f"`{c}`")) for c in self.key_columns]
-        columns = {output: render(names, output, value, run_id, element)
-                   for output in OUTPUTS}
+        columns = dict(part.columns)
         columns["state"] = [*keys, ("state", F.col(STATE)),
                             ("next_event_timer", F.col(NEXT_ET)),
                             ("next_processing_timer", F.col(NEXT_PT)), ("entries", F.col(SIZE)),
                             ("format_version", F.lit(STATE_FORMAT_VERSION).cast("int"))]
         columns["stats"] = [("processed", F.col(SIZE))]
-        return SparkOutputs(names, [OutputPart(self.tagged, route, columns)],
+        return SparkOutputs(names, [OutputPart(self.tagged, part.route, columns)],
                             state_kind=STATE_KIND,
                             cached=[self.tagged] if self.persisted else [])
+
+
+def tagged_part(tagged: Any, names: OutputColumns, run_id: str | None,
+                outputs: Sequence[str]) -> OutputPart:
+    """The tagged frame as an output part: rows routed by their kind (``KIND_OUTPUTS``; an
+    unknown kind fails a writer, never dropped), with the public columns of ``outputs``."""
+    from pyspark.sql import functions as F
+
+    route = None
+    for kind, output in KIND_OUTPUTS.items():
+        cond = F.col(KIND) == F.lit(kind)
+        route = F.when(cond, F.lit(output)) if route is None else \
+            route.when(cond, F.lit(output))
+    route = route.otherwise(F.col(KIND))
+
+    def value(name: str) -> Any:
+        return F.col(_INTERNAL.get(name, f"`{name}`"))
+
+    def element(name: str) -> Any:
+        return F.col(f"{ELEMENT}.`{name}`")
+
+    return OutputPart(tagged, route, {output: render(names, output, value, run_id, element)
+                                      for output in outputs})
 
 
 # tagged kind -> output; public columns stored under internal names
@@ -314,7 +324,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     elif keys:
         # an explicit partition count: adaptive execution would otherwise coalesce the shuffle
         # by bytes into one or two partitions, but here the cost is Python time per row
-        n = partitions if partitions is not None else _shuffle_partitions(df)
+        n = partitions if partitions is not None else shuffle_partitions(df)
         arranged = prepared.repartition(n, *keys) if n else prepared.repartition(*keys)
     else:
         arranged = prepared.repartition(1)
@@ -328,7 +338,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     if seq_column is not None:
         needed.append(seq_column)
     arranged = arranged.select(*[F.col(f"`{c}`") for c in dict.fromkeys(needed)])
-    large = _large_var_types(df)
+    large = large_var_types(df)
     config = WalkConfig(
         pipeline=pipeline, arrivals=plan.index, processing_times=plan.processing_times,
         watermarks=plan.watermarks, initial_watermark=plan.initial_watermark,
@@ -348,7 +358,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                       emit_state=emit_state, persisted=persist, typed_tags=tuple(side_types))
 
 
-def _shuffle_partitions(df: Any) -> int | None:
+def shuffle_partitions(df: Any) -> int | None:
     try:
         value = df.sparkSession.conf.get("spark.sql.shuffle.partitions", None)
         return int(value) if value is not None else None
@@ -356,7 +366,7 @@ def _shuffle_partitions(df: Any) -> int | None:
         return None
 
 
-def _large_var_types(df: Any) -> bool:
+def large_var_types(df: Any) -> bool:
     try:
         value = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
     except Exception:  # pragma: no cover - conf not readable (restricted Connect servers)

@@ -148,7 +148,8 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                    overrides: Mapping[Any, BundleTimes] | None = None,
                    seq_column: str | None = None,
                    bundle_stats: Mapping[Any, Any] | None = None,
-                   footer_stats: bool = True, clock: Any = None) -> NativeInputs:
+                   footer_stats: bool = True, clock: Any = None,
+                   aggregates: bool = True) -> NativeInputs:
     """Plan the bundles and build the row-level frames of the native path (lazy; nothing is
     collected). ``clock`` (``core.loop.RunClock``) continues an incremental run's time: the first
     bundle meets its watermark. ``seq_column`` is the test harness's element number inside a
@@ -157,7 +158,9 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     The bundle plan comes from ``bundle_stats`` when given (exact per-bundle figures in
     ``__wl_arrival`` form: see ``bundles.plan_bundles``), else from Parquet footers when ``df``
     is a plain Parquet scan and ``footer_stats`` is true (``bundle_stats.py``), else from one
-    small aggregate job; ``plan_source`` says which (and why not the footers)."""
+    small aggregate job; ``plan_source`` says which (and why not the footers).
+    ``aggregates=False``: the firings carry no results (the pane path computes them in
+    Python), so the function need not be declarative."""
     from pyspark.sql import functions as F
 
     logic = pipeline.compile()
@@ -182,12 +185,14 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                         arrival_name=arrival,
                         stats=stats, **initial)
     types = {f.name: f.dataType for f in df.schema.fields}
-    mode, fields = result_fields(pipeline, types)
-    if mode != "typed":
-        raise DefinitionError("the native path needs typed declarative aggregates",
-                              code="NATIVE_UNSUPPORTED")
-    fields = [f for f in fields if f.name not in logic.key_column_set]
-    compiled = compile_aggregates(pipeline.function.fn.aggregates, fields, types)
+    compiled = []
+    if aggregates:
+        mode, fields = result_fields(pipeline, types)
+        if mode != "typed":
+            raise DefinitionError("the native path needs typed declarative aggregates",
+                                  code="NATIVE_UNSUPPORTED")
+        fields = [f for f in fields if f.name not in logic.key_column_set]
+        compiled = compile_aggregates(pipeline.function.fn.aggregates, fields, types)
 
     P, W = plan.processing_times, plan.watermarks
     w_before = [plan.initial_watermark, *W[:-1]]
@@ -267,13 +272,7 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
     are ``prepare_native``'s. The caller has checked ``planner.plan_path``."""
     inputs = prepare_native(pipeline, df, arrival, **options)
     parts, logic = inputs.parts, inputs.logic
-    early, late_every = count_phases(logic.trigger)
-    if early is None and late_every is None:
-        firings = default_firings(parts)
-    else:
-        from windowlib.engines.spark.native_counts import count_firings
-
-        firings = count_firings(parts, early, late_every)
+    firings = native_firings(parts, logic.trigger)
     if not logic.retracting:
         firings = firings.drop("retract")
     return NativeRun(firings=firings, late=inputs.late, rejects=inputs.rejects,
@@ -281,6 +280,17 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
                      result_columns=tuple(c.name for c in parts.compiled),
                      retracting=logic.retracting, element_columns=tuple(inputs.user_columns),
                      plan_source=inputs.plan_source)
+
+
+def native_firings(parts: Parts, trigger: Any) -> Any:
+    """Every firing (and retraction) of the windows in ``parts`` under ``trigger`` (the
+    default trigger's builder, or the count triggers')."""
+    early, late_every = count_phases(trigger)
+    if early is None and late_every is None:
+        return default_firings(parts)
+    from windowlib.engines.spark.native_counts import count_firings
+
+    return count_firings(parts, early, late_every)
 
 
 def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:

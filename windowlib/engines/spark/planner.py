@@ -3,7 +3,9 @@
 ``plan_path`` accepts a pipeline for the native path (``native.py``) only when every part of it
 is inside what the native compiler implements and has been shown equal to the reference engine;
 for everything else it names each reason, and the general path (the semantic core per key,
-``general.py``) runs it. The native subset:
+``general.py``) runs it — or, for one-shot runs of ``process``/``apply`` functions whose windows
+and trigger the native path compiles, the pane path (``panes.py``: the native firings, the
+function in Python once per firing; ``pane_reasons``). The native subset:
 
 - assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
   offset), keyed or ``window_all``;
@@ -23,12 +25,13 @@ from typing import Any
 
 from windowlib.core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from windowlib.core.errors import DefinitionError
+from windowlib.core.functions import ProcessWindowFunction
 from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.triggers import AfterEndOfWindow, CountAtLeast, CountTrigger, EventTimeTrigger
 from windowlib.engines.spark.native_aggs import NATIVE_KINDS
 
-PATHS = ("auto", "native", "general")
+PATHS = ("auto", "native", "panes", "general")
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,13 @@ def choose_path(pipeline: Pipeline, path: str = "auto", schema: Any = None,
                               + "; ".join(choice.reasons), code="NATIVE_UNSUPPORTED")
     if path == "general":
         return PathChoice("general", choice.reasons or ["the general path was requested"])
-    return choice
+    if choice.path == "native" or incremental:
+        return choice
+    panes = pane_reasons(pipeline)
+    if path == "panes" and panes:
+        raise DefinitionError(f"pipeline {pipeline.name!r} cannot run on the pane path: "
+                              + "; ".join(panes), code="PANES_UNSUPPORTED")
+    return PathChoice("panes", choice.reasons) if not panes else choice
 
 
 def incremental_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None
@@ -127,6 +136,32 @@ def _pipeline_reasons(pipeline: Pipeline) -> list[str]:
         reserved = sorted(set(spec.fn.output_names) & RESERVED_COLUMNS)
         if reserved:
             reasons.append(f"result columns {reserved} collide with output columns")
+    return reasons + _firing_reasons(pipeline)
+
+
+def pane_reasons(pipeline: Pipeline) -> list[str]:
+    """Why ``pipeline`` cannot take the pane path (``panes.py``: the native path's firings,
+    the window function in Python once per firing); empty when it can. The pane path runs
+    ``process``/``apply`` functions (which see every element of a pane anyway) without an
+    evictor, retractions or a ``clear`` hook, over the windows and triggers the native path
+    compiles; one-shot runs only (incremental runs keep the general path's state)."""
+    reasons: list[str] = []
+    spec = pipeline.function
+    if spec is None or spec.kind not in ("process", "apply"):
+        kind = "no function" if spec is None else spec.kind
+        reasons.append(f"the pane path runs process/apply functions ({kind}: aggregated per "
+                       "element)")
+    elif spec.kind == "process" and getattr(spec.fn, "clear", None) is not None \
+            and getattr(type(spec.fn), "clear", None) is not ProcessWindowFunction.clear:
+        reasons.append("the process function has a clear() hook (called at window cleanup)")
+    if pipeline.effective_accumulation == "accumulating_and_retracting":
+        reasons.append("accumulating_and_retracting repeats earlier firings")
+    return reasons + _firing_reasons(pipeline)
+
+
+def _firing_reasons(pipeline: Pipeline) -> list[str]:
+    """Why the native firing builders cannot compute the pipeline's firings."""
+    reasons: list[str] = []
     if pipeline.window_evictor is not None:
         reasons.append("an evictor buffers elements (FLIP-4)")
     assigner = pipeline.window_assigner
@@ -184,6 +219,13 @@ def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
                 "(groupBy(arrival).agg(count, max event time)), e.g. for other formats, "
                 "filters or computed columns, INT96 timestamps, or remote files over Spark "
                 f"Connect\n{runs}")
+    if choice.path == "panes":
+        return (f"pipeline {pipeline.name!r}: pane path (the native path's firings in Spark "
+                "SQL; the Python window function runs once per firing over the pane's "
+                "elements)\n  why not native: " + "; ".join(choice.reasons) + f"\n{runs}")
+    panes = pane_reasons(pipeline)
+    why_not_panes = ("\n  why not the pane path (Python per firing): " + "; ".join(panes)
+                     if panes else "")
     return (f"pipeline {pipeline.name!r}: general path (the semantic core's KeyDriver per key "
             "inside mapInArrow over key-sorted partitions)\n  why not native: "
-            + "; ".join(choice.reasons) + f"\n{runs}")
+            + "; ".join(choice.reasons) + why_not_panes + f"\n{runs}")

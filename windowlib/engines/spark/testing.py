@@ -189,28 +189,59 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
         return (*out3, {}) if with_side_outputs else out3
     kwargs = {} if max_key_state is None else {"max_key_state": max_key_state}
     try:
-        run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
-                          order_by=[SEQ], overrides=overrides, json_columns=json_columns,
-                          seq_column=SEQ, persist=False, single_partition=True, **kwargs)
+        if choice.path == "panes":
+            from windowlib.engines.spark.panes import run_panes
+
+            run = run_panes(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
+                            order_by=[SEQ], overrides=overrides, json_columns=json_columns,
+                            seq_column=SEQ, persist=False, partitions=1, **kwargs)
+            element_frames = _element_frames(run)
+        else:
+            run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
+                              order_by=[SEQ], overrides=overrides, json_columns=json_columns,
+                              seq_column=SEQ, persist=False, single_partition=True, **kwargs)
+            element_frames = None
         out = run.tagged.toArrow()
     except Exception as exc:
         reraise(exc)
+    firings, side = _firings_and_sides(run, out, logic.key_columns, value)
+    if element_frames is not None:
+        late, rejects = _late_and_rejects(element_frames, elements, mismatched, value)
+        return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
+    tagged = out.cast(_naive_schema(out.schema)).to_pylist()
+
+    def element(r: dict) -> dict:
+        original = elements[r[B]][r[SUB]]
+        got = r[ELEMENT]
+        return {c: value(c, got[c]) for c in original}
+
+    late_rows = sorted((r for r in tagged if r[KIND] == "late"), key=lambda r: (r[B], r[SUB]))
+    late = [{**element(r), "reason": r[REASON]} for r in late_rows]
+    reject_rows = [(r[B], r[SUB], {**element(r), "reason": r[REASON]})
+                   for r in tagged if r[KIND] == "reject"]
+    rejects = [rec for _, _, rec in sorted(reject_rows + mismatched, key=lambda x: x[:2])]
+    return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
+
+
+def _firings_and_sides(run: Any, out: Any, key_columns: Sequence[str],
+                       value: Callable[[str, Any], Any]) -> tuple[list, dict[str, list]]:
+    """The firings and side outputs of a collected tagged frame (general or pane path), in
+    the reference engine's format and order."""
     out = out.cast(_naive_schema(out.schema))
     tagged = out.to_pylist()
     plain = {name: _plain_values(out.schema.field(name).type)
              for name in (*run.result_columns, SIDE_TYPED) if name in out.schema.names}
 
     def key_of(r: dict) -> tuple:
-        return tuple(value(c, r[c]) for c in logic.key_columns)
+        return tuple(value(c, r[c]) for c in key_columns)
 
     def in_order(kind: str) -> list[dict]:
         rows = [r for r in tagged if r[KIND] == kind]
         return sorted(rows, key=lambda r: (r[B], r[PHASE], r[SUB], repr(key_of(r)), r[N]))
 
-    firing_rows = in_order("firing")
     firings = []
-    for r in firing_rows:
-        f = dict(zip(logic.key_columns, key_of(r)))
+    for r in in_order("firing"):
+        f = dict(zip(key_columns, key_of(r)))
         f["window_start"] = r["window_start"]
         f["window_end"] = r["window_end"]
         f["pane_index"] = r["pane_index"]
@@ -230,18 +261,39 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
         typed = r.get(SIDE_TYPED)
         side.setdefault(tag, []).append(decode(json.loads(r[VALUE])) if r[VALUE] is not None
                                         else plain[SIDE_TYPED](typed)[tag])
+    return firings, side
+
+
+def _element_frames(run: Any) -> Any:
+    """The late and rejects frames of a native or pane run as one tagged frame (element
+    columns renamed: no type clashes with other columns)."""
+    from pyspark.sql import functions as F
+
+    def elements_of(frame: Any) -> Any:
+        return frame.select(*[F.col(f"`{c}`").alias(_EL + c) if c in run.element_columns
+                              else F.col(f"`{c}`") for c in frame.columns])
+
+    late = elements_of(run.late).withColumn(KIND, F.lit("late"))
+    return late.unionByName(elements_of(run.rejects).withColumn(KIND, F.lit("reject")),
+                            allowMissingColumns=True)
+
+
+def _late_and_rejects(frame: Any, elements: list, mismatched: list,
+                      value: Callable[[str, Any], Any]) -> tuple[list, list]:
+    """Late and rejected elements of ``_element_frames`` (collected), as they were given."""
+    rows = frame.toArrow()
+    rows = rows.cast(_naive_schema(rows.schema)).to_pylist()
 
     def element(r: dict) -> dict:
-        original = elements[r[B]][r[SUB]]
-        got = r[ELEMENT]
-        return {c: value(c, got[c]) for c in original}
+        return {c: value(c, r[_EL + c]) for c in elements[r[B]][r[SUB]]}
 
-    late_rows = sorted((r for r in tagged if r[KIND] == "late"), key=lambda r: (r[B], r[SUB]))
-    late = [{**element(r), "reason": r[REASON]} for r in late_rows]
-    reject_rows = [(r[B], r[SUB], {**element(r), "reason": r[REASON]})
-                   for r in tagged if r[KIND] == "reject"]
-    rejects = [rec for _, _, rec in sorted(reject_rows + mismatched, key=lambda x: x[:2])]
-    return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
+    late = [{**element(r), "reason": r["reason"]}
+            for r in sorted((r for r in rows if r[KIND] == "late"),
+                            key=lambda r: (r[B], r[SUB]))]
+    rejected = [(r[B], r[SUB], {**element(r), "reason": r["reason"]})
+                for r in rows if r[KIND] == "reject"]
+    rejects = [rec for _, _, rec in sorted(rejected + mismatched, key=lambda x: x[:2])]
+    return late, rejects
 
 
 def _plain_values(arrow_type: Any) -> Callable[[Any], Any]:

@@ -10,7 +10,7 @@ do; otherwise it is copied through. Output rows are the tagged schema of ``gener
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ class WalkConfig:
 
 def make_walker(config: WalkConfig) -> Any:
     def walk(batches: Iterator[Any]) -> Iterator[Any]:
-        yield from _Walker(config).run(batches)
+        yield from Walker(config).run(batches)
 
     return walk
 
@@ -81,10 +81,22 @@ def naive_type(t: Any) -> Any:
     return t
 
 
+def batch_columns(batch: Any, user_columns: Sequence[str], json_columns: Set[str]
+                  ) -> tuple[list[list], list[list]]:
+    """The user columns of an Arrow batch as Python lists: ``(values, as read)``, the same
+    lists unless the test harness carries columns as ``codec`` JSON (decoded in ``values``)."""
+    raw_cols = [batch.column(c).to_pylist() for c in user_columns]
+    if not json_columns:
+        return raw_cols, raw_cols
+    cols = [[None if v is None else decode(json.loads(v)) for v in col]
+            if c in json_columns else col for c, col in zip(user_columns, raw_cols)]
+    return cols, raw_cols
+
+
 class _WalkSink(Sink):
     """Routes the driver's firings to the walker (with the clock at emission time)."""
 
-    def __init__(self, walker: _Walker) -> None:
+    def __init__(self, walker: Walker) -> None:
         super().__init__()
         self.walker = walker
 
@@ -98,7 +110,7 @@ class _WalkSink(Sink):
         self.walker.emit_side(tag, value)
 
 
-class _Walker:
+class Walker:
     """Walks key runs of one partition; see the module docstring."""
 
     def __init__(self, config: WalkConfig) -> None:
@@ -324,13 +336,7 @@ class _Walker:
                                           for f in batch.schema])
             if naive_schema != batch.schema:
                 batch = batch.cast(naive_schema)
-            raw_cols = [batch.column(c).to_pylist() for c in user_columns]
-            if json_columns:
-                cols = [[None if v is None else decode(json.loads(v)) for v in col]
-                        if c in json_columns else col
-                        for c, col in zip(user_columns, raw_cols)]
-            else:
-                cols = raw_cols
+            cols, raw_cols = batch_columns(batch, user_columns, json_columns)
             arrival_col = batch.column(ARRIVAL).to_pylist()
             ts_col = batch.column(TS).to_pylist()
             reason_col = batch.column(TREASON).to_pylist()

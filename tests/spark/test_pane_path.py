@@ -1,0 +1,134 @@
+"""The pane path (``engines/spark/panes.py``): the native path's firings, the Python window
+function once per firing.
+
+- Differential property: random pipelines the pane path takes (``strategies.pane_pipelines``:
+  tumbling/sliding event time, default or count early/late triggers, accumulating or
+  discarding, lateness, a ``process`` function with per-key and per-window state or an
+  ``apply`` function) over random bundles give exactly the reference engine's firings (per
+  key, in order), late records and rejects.
+- The planner takes the pane path for one-shot runs only; incremental runs stay on the
+  general path (its state is the core's), and forcing the pane path on a pipeline it cannot
+  run names the reasons.
+- Errors inside the Python workers reach the caller coded: a failing function is
+  ``FUNCTION_FAILED`` naming it, the key and the window; a key above ``max_key_state`` is
+  ``KEY_STATE_LIMIT``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import pytest
+import strategies
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark import cloudpickle
+from test_differential_properties import WATERMARKS, assert_spark_equals_reference
+
+import windowlib as wl
+from windowlib.engines.spark import run_dataframe
+from windowlib.engines.spark.planner import choose_path, pane_reasons
+
+pytestmark = pytest.mark.spark
+
+for _module in (strategies, sys.modules[__name__]):
+    with contextlib.suppress(ValueError):   # already registered
+        cloudpickle.register_pickle_by_value(_module)
+
+EXAMPLES = int(os.environ.get("WINDOWLIB_SPARK_EXAMPLES")
+               or (60 if os.environ.get("CI") else 15))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(p=strategies.pane_pipelines(), data=st.data())
+def test_pane_path_equals_reference_on_random_pipelines(spark, p, data):
+    assert pane_reasons(p) == [], "the strategy draws pipelines the pane path takes"
+    assert choose_path(p, "auto").path == "panes"
+    bundles = data.draw(strategies.bundle_lists(keys=strategies.MANY_KEYS, max_rows=12),
+                        label="bundles")
+    assert_spark_equals_reference(p, bundles, finalize=data.draw(st.booleans()),
+                                  watermark=data.draw(st.sampled_from(WATERMARKS)))
+
+
+class Boom(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        if key == "b":
+            raise ZeroDivisionError("division by zero")
+        yield {"n": len(elements)}
+
+
+def _pipeline(fn: wl.ProcessWindowFunction) -> wl.Pipeline:
+    return (wl.Pipeline("boom", timestamp="ts").key_by("key")
+            .window(wl.TumblingEventTimeWindows.of(10))
+            .trigger(wl.EventTimeTrigger.after_end_of_window()
+                     .with_early_trigger(wl.CountTrigger.at_least(2)))
+            .process(fn))
+
+
+def _frame(spark, rows):
+    return spark.createDataFrame(rows, "key string, ts long, value long, hour int")
+
+
+def test_the_planner_takes_the_pane_path_for_one_shot_runs_only(spark):
+    p = _pipeline(Boom())
+    df = _frame(spark, [("a", 1, 1, 0)])
+    assert choose_path(p, "auto", df.schema).path == "panes"
+    incremental = choose_path(p, "auto", df.schema, incremental=True)
+    assert incremental.path == "general"
+    assert choose_path(p, "general", df.schema).path == "general"
+    session = (wl.Pipeline("s", timestamp="ts").key_by("key")
+               .window(wl.EventTimeSessionWindows.with_gap(5)).process(Boom()))
+    with pytest.raises(wl.DefinitionError) as err:
+        choose_path(session, "panes", df.schema)
+    assert err.value.code == "PANES_UNSUPPORTED"
+    assert "session windows" in str(err.value)
+
+
+def test_the_pane_path_counts_and_fires_like_the_general_path(spark):
+    """Early count firings in accumulating mode: each firing sees every element so far."""
+    rows = [("a", t, t, 0) for t in (1, 2, 3, 4, 5)] + [("a", 12, 7, 1), ("b", 3, 9, 1)]
+    df = _frame(spark, rows)
+
+    class Sizes(wl.ProcessWindowFunction):
+        result_schema = "n long, total long, idx long, when string"
+
+        def process(self, key, context, elements):
+            yield {"n": len(elements), "total": sum(e["value"] for e in elements),
+                   "idx": context.pane.index, "when": context.pane.timing.value}
+
+    p = _pipeline(Sizes())
+    got = {}
+    for path in ("panes", "general"):
+        result = run_dataframe(p, df, "hour", finalize=True, path=path)
+        assert result.path == path
+        got[path] = sorted(tuple(r) for r in result.firings.select(
+            "key", "window_start", "pane_index", "when", "n", "total").collect())
+        result.unpersist()
+    assert got["panes"] == got["general"]
+    # window [0, 10) of "a": EARLY at its 2nd and 4th element, ON_TIME with all five
+    fired = {(r[0], r[2], r[3], r[4]) for r in got["panes"] if r[1].microsecond < 10_000}
+    assert fired == {("a", 0, "EARLY", 2), ("a", 1, "EARLY", 4), ("a", 2, "ON_TIME", 5),
+                     ("b", 0, "ON_TIME", 1)}
+
+
+def test_a_failing_function_on_the_pane_path_is_function_failed(spark):
+    df = _frame(spark, [("a", 1, 1, 0), ("b", 2, 1, 0), ("b", 3, 1, 0)])
+    with pytest.raises(wl.ExecutionError) as err:
+        run_dataframe(_pipeline(Boom()), df, "hour", finalize=True, path="panes")
+    assert err.value.code == "FUNCTION_FAILED"
+    message = str(err.value)
+    assert "Boom" in message and "'b'" in message and "ZeroDivisionError" in message
+    assert "Traceback" not in message and "PythonException" not in message
+
+
+def test_a_key_above_max_key_state_on_the_pane_path_is_key_state_limit(spark):
+    df = _frame(spark, [("a", t, 1, 0) for t in range(9)])
+    with pytest.raises(wl.ExecutionError) as err:
+        run_dataframe(_pipeline(Boom()), df, "hour", finalize=True, path="panes",
+                      max_key_state=5)
+    assert err.value.code == "KEY_STATE_LIMIT"
+    assert "'a'" in str(err.value)
