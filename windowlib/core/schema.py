@@ -107,7 +107,16 @@ class Struct:
     def conform(self, row: Any) -> dict:
         """``row`` (a mapping or a dataclass instance) in canonical form; ``Mismatch`` when
         it does not fit (see the module docstring)."""
-        return _converter(self)(row, "")
+        # by identity: hashing a frozen dataclass walks every field (once per row otherwise)
+        entry = _ROW_CONVERTERS.get(id(self))
+        if entry is None or entry[0] is not self:
+            if len(_ROW_CONVERTERS) >= 512:
+                _ROW_CONVERTERS.clear()
+            entry = _ROW_CONVERTERS[id(self)] = (self, _converter(self))
+        return entry[1](row, "")
+
+
+_ROW_CONVERTERS: dict[int, tuple[Struct, Callable[[Any, str], Any]]] = {}
 
 
 # --- conforming values ---------------------------------------------------------------------
@@ -127,6 +136,8 @@ def _atomic(name: str) -> Callable[[Any, str], Any]:
         high = 1 << (_INT_BITS[name] - 1)
 
         def integral(v: Any, path: str) -> int:
+            if type(v) is int and -high <= v < high:   # the common case, without ABC checks
+                return v
             if not _is_int(v):
                 raise _wrong(path, name, v)
             if not -high <= int(v) < high:
@@ -225,14 +236,17 @@ def _converter(t: Any) -> Callable[[Any, str], Any]:
     names = frozenset(t.names)
 
     def row(v: Any, path: str) -> dict:
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            v = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
-        if not isinstance(v, Mapping):
-            raise _wrong(path, "a row (a dict)", v)
-        prefix = f"{path}." if path else ""
+        if type(v) is not dict:     # plain dicts (the common case) skip the ABC checks
+            if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                v = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+            if not isinstance(v, Mapping):
+                raise _wrong(path, "a row (a dict)", v)
         if not names.issuperset(v):
+            prefix = f"{path}." if path else ""
             extra = next(k for k in v if k not in names)
             raise Mismatch(f"{prefix}{extra}", f"is not declared (declared: "
                                                f"{', '.join(t.names)})")
-        return {name: conv(v.get(name), prefix + name) for name, conv in fields}
+        if not path:
+            return {name: conv(v.get(name), name) for name, conv in fields}
+        return {name: conv(v.get(name), f"{path}.{name}") for name, conv in fields}
     return row

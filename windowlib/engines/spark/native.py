@@ -272,7 +272,13 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
     are ``prepare_native``'s. The caller has checked ``planner.plan_path``."""
     inputs = prepare_native(pipeline, df, arrival, **options)
     parts, logic = inputs.parts, inputs.logic
-    firings = native_firings(parts, logic.trigger)
+    early, late_every = count_phases(logic.trigger)
+    if early is None and late_every is None:
+        firings = default_firings(parts)
+    else:
+        from windowlib.engines.spark.native_counts import count_firings
+
+        firings = count_firings(parts, early, late_every)
     if not logic.retracting:
         firings = firings.drop("retract")
     return NativeRun(firings=firings, late=inputs.late, rejects=inputs.rejects,
@@ -280,17 +286,6 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
                      result_columns=tuple(c.name for c in parts.compiled),
                      retracting=logic.retracting, element_columns=tuple(inputs.user_columns),
                      plan_source=inputs.plan_source)
-
-
-def native_firings(parts: Parts, trigger: Any) -> Any:
-    """Every firing (and retraction) of the windows in ``parts`` under ``trigger`` (the
-    default trigger's builder, or the count triggers')."""
-    early, late_every = count_phases(trigger)
-    if early is None and late_every is None:
-        return default_firings(parts)
-    from windowlib.engines.spark.native_counts import count_firings
-
-    return count_firings(parts, early, late_every)
 
 
 def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:

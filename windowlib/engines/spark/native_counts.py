@@ -98,7 +98,7 @@ def count_firings(parts: Parts, early: int | None, late_every: int | None) -> An
     r_exprs, r_accs = parts.accumulators("__wl_r", running(m))
     late_rows = (kept.filter(F.col(WP) >= F.col(MX))
                  .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB),
-                         *parts.carried(), F.row_number().over(by_arrival).alias(J), *r_exprs)
+                         F.row_number().over(by_arrival).alias(J), *r_exprs)
                  .filter(F.pmod(F.col(J), F.lit(m)) == F.lit(0)))
     stat_cols = [TOT] + [f"__wl_a{i}_{name}" for i, acc in enumerate(stat_accs)
                          for name in acc]

@@ -98,8 +98,7 @@ def late_branch(parts: Parts, totals: bool = False) -> LateBranch:
     first = F.array(*[F.lit(r) for r in roles])
     rest = F.array(*[F.lit(r) for r in roles[1:]])
     rows = (parts.kept.filter(F.col(WP) >= F.col(MX))
-            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB),
-                    *parts.carried(), *cols)
+            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB), *cols)
             .withColumn(ROLE, F.explode(F.when(F.col(J) == F.lit(1), first).otherwise(rest))))
     return LateBranch(rows, running, previous, late_totals)
 
@@ -153,7 +152,6 @@ def default_firings(parts: Parts) -> Any:
             out = F.when(cond, vals[k]) if out is None else out.when(cond, vals[k])
         return out.otherwise(late_values[k])
 
-    carried = [F.when(~is_on, F.col(n)).alias(n) for n, _ in parts.carry]
     return rows.filter(emit).select(
         *parts.window_bounds(),
-        *[pick(k).alias(name) for k, name in enumerate(parts.entry_names())], *carried)
+        *[pick(k).alias(name) for k, name in enumerate(parts.entry_names())])

@@ -119,15 +119,6 @@ class Parts:
     finalize: bool
     accumulating: bool
     retracting: bool
-    # (name, type) of kept-row columns carried to the firings an element causes (null on
-    # ON_TIME firings): the pane path orders firings among elements by them
-    carry: Sequence[tuple[str, Any]] = ()
-
-    def carried(self, on_time: bool = False) -> list:
-        """The ``carry`` columns: the row's own, or typed nulls (ON_TIME firings)."""
-        from pyspark.sql import functions as F
-
-        return [F.lit(None).cast(t).alias(n) if on_time else F.col(n) for n, t in self.carry]
 
     @property
     def max_sql(self) -> str:
@@ -183,7 +174,7 @@ class Parts:
             F.lit(False).alias("retract"),
             F.when(in_run, finite(at(W, F.col(B)))).alias("watermark"),
             F.when(in_run, finite(at(P, F.col(B)))).alias("processing_time"),
-            *results, *self.carried(on_time=True),
+            *results,
             F.when(in_run, F.col(B)).otherwise(F.lit(n)).alias(B),
             F.when(in_run, F.lit(PHASE_TIMERS_WM)).otherwise(F.lit(PHASE_FINISH)).alias(PHASE),
             F.lit(0).cast("long").alias(SUB), mx.alias(ORDER_N), F.lit(1).alias(RORDER))
@@ -276,5 +267,5 @@ class Parts:
             timing.alias("timing"), F.lit(False).alias("is_final"),
             F.lit(rorder == 0).alias("retract"),
             finite(F.col(WP)).alias("watermark"), finite(F.col(PB)).alias("processing_time"),
-            *results, *self.carried(), F.col(B), F.lit(PHASE_ELEMENTS).alias(PHASE), F.col(SUB),
+            *results, F.col(B), F.lit(PHASE_ELEMENTS).alias(PHASE), F.col(SUB),
             F.col(WS).alias(ORDER_N), F.lit(rorder).alias(RORDER))

@@ -1,29 +1,36 @@
-"""The pane path's walker: runs in the Python workers over rows that Spark SQL already decided.
+"""The pane path's walker: runs in the Python workers over one key's kept (element, window)
+rows, sorted as the reference engine steps through them (bundle, arrival order, window).
 
-Input (``panes.py``): per key, in the reference engine's order (bundle, step phase, arrival
-order, window, elements before the firings they cause), two kinds of rows:
+Per window it keeps the pane's elements and three counters, and fires by the rules of the
+native path's count firings (``native_counts.py``, which states why they equal the reference
+engine's DSL triggers; the transcripts and the differential tests prove both):
 
-- an **element row** (``pane_index`` null): one kept (element, window) pair — appended to that
-  window's buffer;
-- a **firing row**: a firing of one window with its pane index, timing, ``is_final`` and clocks
-  (computed by the native firing builders, so the trigger's rules have one owner there) — the
-  window function runs once, over the buffer: every element since the window opened
-  (accumulating) or since its last firing (discarding: the buffer is emptied).
+- an element of bundle ``b`` meets ``W_{b-1}``; it is **on time** when ``W_{b-1} < max`` (the
+  window's last millisecond). With an early count ``n``, every ``n``-th on-time element fires
+  EARLY (the count restarts after each firing), with the clocks of its bundle;
+- **ON_TIME** fires at the first bundle ``b*`` whose watermark reaches ``max`` (after that
+  bundle's elements; windows in order of ``b*``, then ``max``), or at the end of a finalized
+  input with null clocks — when the pane has contents: any on-time element (accumulating), or
+  on-time elements since the last early firing (discarding); ``is_final`` iff the allowed
+  lateness is 0;
+- a **late** element (``W_{b-1} >= max``, kept: its window is not cleaned up) fires LATE every
+  ``m``-th time (``m`` = the late count, 1 without a late trigger);
+- every firing takes the next pane index; discarding empties the pane after a firing; a window
+  is dropped once the watermark passes its cleanup time (``max + lateness``): nothing can fire
+  it again.
 
-So Python runs per firing (plus a list append per element); no trigger, timer or lateness
-logic runs here. The function's result rows, conformed and built by the core
-(``FunctionRunner.results``, ``core.outputs.firing_row``), and its side outputs are written as
-the general path's tagged rows (``walker.Walker``'s output half). ``context.window_state`` lives
-per window and ``context.global_state`` per key, visited in firing order as on every engine.
-
-**Memory**: a key's buffered elements and windows; a window is dropped once the watermark
-passes its cleanup time (no firing can follow) or after its final firing. A key above
-``max_key_state`` live entries fails with ``KEY_STATE_LIMIT``, as on the general path.
+So the trigger costs a few integer operations per element, and Python runs the user's function
+once per firing over the pane (``FunctionRunner.results`` with the core's ``Context``:
+``window_state`` per window, ``global_state`` per key, visited in firing order; results built
+by ``core.outputs.firing_row``), written as the general path's tagged rows
+(``walker.Walker``'s output half). **Memory**: a key's live windows and buffered elements; above
+``max_key_state`` entries the run fails with ``KEY_STATE_LIMIT``, as on the general path.
 """
 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,22 +45,33 @@ from windowlib.core.runner import FunctionRunner
 from windowlib.core.time import MIN_TS
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.spark.bundles import TS
-from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS, PHASE, SUB, B
+from windowlib.engines.spark.columns import (
+    ABSENT,
+    FLUSH_ROWS,
+    PHASE_ELEMENTS,
+    PHASE_FINISH,
+    PHASE_TIMERS_WM,
+    SUB,
+    B,
+)
 from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns, naive_type
 
-# firing columns of the pane path's input rows (null on element rows)
-WS = "__wl_ws"
-FIRING_COLUMNS = ("pane_index", "timing", "is_final", "watermark", "processing_time")
+WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
+_EARLY, _ON_TIME, _LATE = Timing.EARLY, Timing.ON_TIME, Timing.LATE
 
 
 @dataclass
 class PaneWalkConfig:
-    """What the pane walker needs besides the general path's ``WalkConfig``: window size and
-    allowed lateness (cleanup), and the watermark each bundle's elements meet."""
+    """What the pane walker needs besides the general path's ``WalkConfig``: the window size,
+    the allowed lateness, the early and late counts (``None``: no early firings / every late
+    element fires), accumulation, and the watermark each bundle's elements meet."""
 
     walk: WalkConfig
     size_ms: int
     lateness_ms: int
+    early: int | None
+    late_every: int
+    discarding: bool
     watermark_before: list
 
 
@@ -76,14 +94,16 @@ class _KeyScope:
         self.key_arg = key_arg
 
 
-class _WindowScope:
-    """A window's buffer and its ``window_state`` (``fn_state``, as ``Context`` reads it)."""
+class _Window:
+    """One live window of the key: its pane, counters and ``window_state`` (``fn_state``)."""
 
-    __slots__ = ("buffer", "fn_state")
+    __slots__ = ("buffer", "early", "fn_state", "index", "late", "on_time", "start")
 
-    def __init__(self) -> None:
+    def __init__(self, start: int) -> None:
+        self.start = start
         self.buffer: list[TimestampedValue] = []
         self.fn_state: dict = {}
+        self.on_time = self.early = self.late = self.index = 0
 
 
 class _Position:
@@ -100,77 +120,115 @@ class PaneWalker(Walker):
 
     def __init__(self, config: PaneWalkConfig) -> None:
         super().__init__(config.walk)
-        self.size = config.size_ms
-        self.lateness = config.lateness_ms
+        self.size, self.lateness = config.size_ms, config.lateness_ms
+        self.early_every, self.late_every = config.early, config.late_every
+        self.discarding = config.discarding
         self.w_before = config.watermark_before
+        self.P, self.W = self.times.processing_times, self.times.watermarks
         # buffered: the contents are the pane's elements, whatever the function's kind
         self.runner = FunctionRunner(self.logic.runner.spec, buffered=True)
-        self.discarding = self.logic.accumulation == "discarding"
+        self.uses_context = self.runner.uses_context
         self.walk = _Position()   # type: ignore[assignment]
         self.scope: _KeyScope | None = None
-        self.windows: dict[int, _WindowScope] = {}
-        self.cleanups: list[tuple[int, int]] = []
+        self.windows: dict[int, _Window] = {}
+        self.pending: list[tuple[int, int, int]] = []     # (b*, max, start): ON_TIME timers
+        self.cleanups: list[tuple[int, int]] = []         # (cleanup time, start)
         self.live = 0             # buffered elements + open windows of the key
-        self.b_seen = -1
+        self.b_open = -1
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
         self.key, self.out_key = key, out_key
         self.scope = _KeyScope(self, self.logic.key_argument(key))
         self.key_row = dict(zip(self.key_columns, key))
-        self.windows, self.cleanups, self.live, self.b_seen = {}, [], 0, -1
+        self.windows, self.pending, self.cleanups = {}, [], []
+        self.live, self.b_open = 0, -1
 
-    def _window(self, start: int) -> _WindowScope:
-        scope = self.windows.get(start)
-        if scope is None:
-            scope = self.windows[start] = _WindowScope()
-            heapq.heappush(self.cleanups, (cleanup_time(start + self.size - 1, self.lateness,
-                                                        True), start))
+    def _finish_key(self) -> None:
+        if self.scope is None:
+            return
+        self._advance(self.n_bundles)
+        if self.config.finalize:
+            pending, self.pending = sorted(self.pending), []
+            for _, _, start in pending:
+                self._on_time(self.windows.get(start), self.n_bundles, PHASE_FINISH)
+        self.scope = None
+
+    def _window(self, start: int) -> _Window:
+        window = self.windows.get(start)
+        if window is None:
+            window = self.windows[start] = _Window(start)
+            mx = start + self.size - 1
+            heapq.heappush(self.pending, (bisect_left(self.W, mx), mx, start))
+            heapq.heappush(self.cleanups, (cleanup_time(mx, self.lateness, True), start))
             self.live += 1
-        return scope
+        return window
 
-    def _drop(self, start: int) -> None:
-        scope = self.windows.pop(start, None)
-        if scope is not None:
-            self.live -= 1 + len(scope.buffer)
-
-    def _enter_bundle(self, b: int) -> None:
-        """Drop the windows the watermark met by bundle ``b``'s elements has cleaned up."""
-        self.b_seen = b
-        if b >= len(self.w_before):
+    def _advance(self, b: int) -> None:
+        """Steps 3-4 of every bundle before ``b`` (the key had no elements there): ON_TIME
+        firings due by then, in order, then the windows the watermark cleaned up."""
+        self.b_open = b
+        pending = self.pending
+        while pending and pending[0][0] < b:
+            b_star, _, start = heapq.heappop(pending)
+            self._on_time(self.windows.get(start), b_star, PHASE_TIMERS_WM)
+        if b == 0:
             return
-        watermark, heap = self.w_before[b], self.cleanups
+        watermark, heap = self.W[min(b, self.n_bundles) - 1], self.cleanups
         while heap and heap[0][0] <= watermark:
-            self._drop(heapq.heappop(heap)[1])
+            window = self.windows.pop(heapq.heappop(heap)[1], None)
+            if window is not None:
+                self.live -= 1 + len(window.buffer)
 
-    def _check_live(self) -> None:
-        if self.live <= self.config.max_key_state:
+    def _on_time(self, window: _Window | None, b: int, phase: int) -> None:
+        if window is None or not window.on_time or (
+                self.discarding and self.early_every and not window.on_time % self.early_every):
             return
-        raise ExecutionError(
-            f"key {self.key!r} holds {self.live} live state entries (buffered elements + open "
-            f"windows), above the limit max_key_state={self.config.max_key_state}; raise "
-            "max_key_state, pre-aggregate (aggregate/reduce instead of process/apply), or add "
-            "a trigger that purges", code="KEY_STATE_LIMIT")
+        position = self.walk
+        position.b, position.phase, position.sub = b, phase, 0
+        clock = self.clock
+        in_run = b < self.n_bundles
+        clock.watermark = self.W[b] if in_run else MIN_TS
+        clock.processing_time = self.P[b] if in_run else MIN_TS
+        self._fire(window, _ON_TIME, self.lateness == 0)
 
-    def _fire(self, start: int, index: int, timing: str, is_final: bool) -> None:
-        window = TimeWindow(start, start + self.size)
-        scope = self.windows.get(start)
-        record = scope if scope is not None else _WindowScope()
-        contents = record.buffer or None
-        context = Context(self.scope, window, record, pane_info(index, Timing(timing),
-                                                                is_final)) \
-            if self.runner.uses_context else None
-        results = self.runner.results(self.scope.key_arg, window, context, contents)
+    def _fire(self, window: _Window, timing: Timing, is_final: bool) -> None:
+        start, index = window.start, window.index
+        bounds = TimeWindow(start, start + self.size)
+        context = Context(self.scope, bounds, window, pane_info(index, timing, is_final)) \
+            if self.uses_context else None
+        results = self.runner.results(self.scope.key_arg, bounds, context,
+                                      window.buffer or None)
+        value = timing._value_
         for result in results:
-            self.emit_firing(firing_row(self.logic, self.key_row, window, index, timing,
+            self.emit_firing(firing_row(self.logic, self.key_row, bounds, index, value,
                                         result, is_final, False))
-        if scope is None:
-            return
-        if is_final:
-            self._drop(start)
-        elif self.discarding:
-            self.live -= len(scope.buffer)
-            scope.buffer = []
+        window.index = index + 1
+        if self.discarding:
+            self.live -= len(window.buffer)
+            window.buffer = []
+
+    def _element(self, window: _Window, b: int, sub: int) -> None:
+        """The counters of ``window`` after one of its elements arrived in bundle ``b``."""
+        watermark = self.w_before[b]
+        if watermark < window.start + self.size - 1:       # on time
+            window.on_time += 1
+            every, timing = self.early_every, _EARLY
+            if not every:
+                return
+            window.early += 1
+            if window.early < every:
+                return
+            window.early = 0
+        else:
+            window.late += 1
+            if window.late < self.late_every:
+                return
+            window.late, every, timing = 0, self.late_every, _LATE
+        position = self.walk
+        position.b, position.phase, position.sub = b, PHASE_ELEMENTS, sub
+        self.clock.watermark, self.clock.processing_time = watermark, self.P[b]
+        self._fire(window, timing, False)
 
     # --- the partition loop -----------------------------------------------------------------
     def run_panes(self, batches: Iterator[Any]) -> Iterator[Any]:
@@ -179,7 +237,7 @@ class PaneWalker(Walker):
         user_columns = config.user_columns
         json_columns = set(config.json_columns)
         key_idx = [user_columns.index(c) for c in self.key_columns]
-        clock, position = self.clock, self.walk
+        limit = config.max_key_state
         naive_schema = None
         for batch in batches:
             if batch.num_rows == 0:
@@ -190,35 +248,37 @@ class PaneWalker(Walker):
             if naive_schema != batch.schema:
                 batch = batch.cast(naive_schema)
             cols, raw_cols = batch_columns(batch, user_columns, json_columns)
-            starts, bundles, phases, subs, ts_col = (
-                batch.column(c).to_pylist() for c in (WS, B, PHASE, SUB, TS))
-            panes, timings, finals, watermarks, times = (
-                batch.column(c).to_pylist() for c in FIRING_COLUMNS)
+            starts, bundles, subs, ts_col = (batch.column(c).to_pylist()
+                                             for c in (WS, B, SUB, TS))
             absent = batch.column(ABSENT).to_pylist() if config.has_absent else None
-            for i in range(batch.num_rows):
-                key = tuple(cols[j][i] for j in key_idx)
+            for i, values in enumerate(zip(*cols)):
+                key = tuple(values[j] for j in key_idx)
                 if key != self.key or self.scope is None:
+                    self._finish_key()
                     self._start(key, tuple(raw_cols[j][i] for j in key_idx))
                     if len(self.rows) >= FLUSH_ROWS:
                         yield self.flush()
                 b = bundles[i]
-                if b != self.b_seen:
-                    self._enter_bundle(b)
-                start, index = starts[i], panes[i]
-                if index is None:       # an element of window ``start``
-                    row = {c: col[i] for c, col in zip(user_columns, cols)}
-                    if absent is not None and absent[i]:
-                        for c in absent[i]:
-                            row.pop(c, None)
-                    self._window(start).buffer.append(TimestampedValue(row, ts_col[i]))
-                    self.live += 1
-                    self._check_live()
-                    continue
-                position.b, position.phase, position.sub = b, phases[i], subs[i]
-                wm, pt = watermarks[i], times[i]
-                clock.watermark = MIN_TS if wm is None else wm
-                clock.processing_time = MIN_TS if pt is None else pt
-                self._fire(start, index, timings[i], finals[i])
+                if b != self.b_open:
+                    self._advance(b)
+                row = dict(zip(user_columns, values))
+                if absent is not None and absent[i]:
+                    for c in absent[i]:
+                        row.pop(c, None)
+                window = self._window(starts[i])
+                window.buffer.append(TimestampedValue(row, ts_col[i]))
+                self.live += 1
+                if self.live > limit:
+                    self._limit()
+                self._element(window, b, subs[i])
             if len(self.rows) >= FLUSH_ROWS:
                 yield self.flush()
+        self._finish_key()
         yield self.flush()
+
+    def _limit(self) -> None:
+        raise ExecutionError(
+            f"key {self.key!r} holds {self.live} live state entries (buffered elements + open "
+            f"windows), above the limit max_key_state={self.config.max_key_state}; raise "
+            "max_key_state, pre-aggregate (aggregate/reduce instead of process/apply), or add "
+            "a trigger that purges", code="KEY_STATE_LIMIT")

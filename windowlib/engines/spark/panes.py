@@ -1,37 +1,37 @@
 """The pane path: Python once per firing, not per element (one-shot runs).
 
-For a ``process``/``apply`` window function over windows and triggers the native path compiles
-(``planner.pane_reasons``), which elements belong to which firing is decided in Spark SQL by
-the native firing builders (``native_default.py``, ``native_counts.py``: the trigger's rules
-have one owner) and only the function runs in Python::
+For a ``process``/``apply`` window function over the windows and triggers the native path
+compiles (``planner.pane_reasons``: tumbling or sliding event-time windows, the default trigger
+or ``after_end_of_window()`` with count early/late triggers, accumulating or discarding), Spark
+SQL does everything but the firings and the function::
 
-    input ─► prepare_native (bundles, rejects, late, kept (element, window) rows)
-          ─► firings without results (pane index, timing, is_final, clocks; the arrival order
-             of the element that caused each EARLY/LATE firing carried along)
-          ─► element rows + firing rows, repartition(key), sorted per key in the reference
-             engine's order: bundle, step phase, arrival order, window, element before the
-             firing it causes
-          ─► mapInArrow(pane walker)          one Python call per firing (``pane_walker.py``)
-          ─► the general path's tagged rows (firings, side outputs); late and rejects stay
-             the native frames
+    input ─► prepare_native (the bundle plan, rejects, late elements, and the kept (element,
+             window) rows: windows assigned and lateness applied in SQL)
+          ─► repartition(key), sorted per key as the reference engine steps: bundle, arrival
+             order, window
+          ─► mapInArrow(pane walker)       counters per window decide the firings (the native
+             count rules); the function runs once per firing over the pane (``pane_walker.py``)
+          ─► the general path's tagged rows (firings, side outputs); late and rejects are the
+             native frames
 
-Why it equals the reference engine: the firings are the native path's (proven equal by the
-transcripts and differential tests); a firing's contents are exactly the window's kept
-elements that arrived before it, since its last firing in discarding mode — which is what the
-walker's per-window buffer holds, because rows arrive in the order the reference engine steps
-through them. Function results, side outputs, ``window_state``/``global_state`` and errors go
-through the same core code as on the other engines (``FunctionRunner``, ``Context``).
+Why it equals the reference engine: admission, rejects, late elements and window assignment are
+the native path's (proven equal by the transcripts and differential tests); the walker applies
+the native count firing rules per window in the reference engine's order; function results,
+side outputs, ``window_state``/``global_state`` and errors go through the same core code as on
+the other engines (``FunctionRunner``, ``Context``). The transcripts run on this path and a
+differential property compares it with the reference engine (``tests/spark/test_pane_path.py``).
 
-Cost: the native plan's window functions (a sort of the kept rows per window, only with count
-triggers) and one shuffle and sort of (element, window) rows by key, then Python per firing
-plus an append per element. Like the general path the tagged output is persisted, so reading
-several outputs does not recompute the run.
+Cost: the native path's row-level SQL and one shuffle and sort of the (element, window) rows by
+key — the general path's plan — then a few integer operations per element and Python per
+firing (the general path runs the core's trigger and timer machinery per element). Like the
+general path the tagged output is persisted, so reading several outputs does not recompute the
+run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.outputs import OutputColumns
@@ -39,14 +39,7 @@ from windowlib.core.pipeline import Pipeline
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import TS, BundlePlan
-from windowlib.engines.spark.columns import (
-    ABSENT,
-    DEFAULT_MAX_KEY_STATE,
-    PHASE,
-    PHASE_ELEMENTS,
-    SUB,
-    B,
-)
+from windowlib.engines.spark.columns import ABSENT, DEFAULT_MAX_KEY_STATE, SUB, B
 from windowlib.engines.spark.general import (
     large_var_types,
     result_fields,
@@ -54,16 +47,14 @@ from windowlib.engines.spark.general import (
     tagged_part,
     tagged_schema,
 )
-from windowlib.engines.spark.native import ORDER_N, RORDER, native_firings, prepare_native
+from windowlib.engines.spark.native import count_phases, prepare_native
 from windowlib.engines.spark.native_parts import WS
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
-from windowlib.engines.spark.pane_walker import FIRING_COLUMNS, PaneWalkConfig, make_pane_walker
+from windowlib.engines.spark.pane_walker import PaneWalkConfig, make_pane_walker
 from windowlib.engines.spark.result_types import spark_type, with_result_schema
 from windowlib.engines.spark.walker import WalkConfig
 
 __all__ = ["PaneRun", "run_panes"]
-
-ORD = "__wl_ord"      # an element's arrival order inside its bundle (a struct)
 
 
 @dataclass
@@ -124,32 +115,20 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                             aggregates=False)
     parts, logic, plan = inputs.parts, inputs.logic, inputs.plan
     user_columns = inputs.user_columns
-    order = F.struct(*[c.alias(f"o{i}") for i, c in enumerate(parts.order)],
-                     F.col(SUB).alias("s"))
-    kept = parts.kept.withColumn(ORD, order)
-    parts = replace(parts, kept=kept, carry=((ORD, kept.schema[ORD].dataType),))
-    firings = native_firings(parts, logic.trigger)
-
     keys = [F.col(f"`{c}`") for c in logic.key_columns]
-    head = [*keys, F.col(B), F.col(PHASE), F.col(ORD), F.col(ORDER_N), F.col(RORDER)]
-    absent = [F.col(ABSENT)] if ABSENT in kept.columns else []
-    elements = kept.select(
-        *keys, F.col(B), F.lit(PHASE_ELEMENTS).alias(PHASE), F.col(ORD),
-        F.col(WS).alias(ORDER_N), F.lit(-1).alias(RORDER), F.col(WS), F.col(SUB), F.col(TS),
-        *[F.col(f"`{c}`") for c in user_columns if c not in logic.key_column_set], *absent)
-    fired = firings.select(*head, F.col("window_start").alias(WS), F.col(SUB),
-                           *[F.col(c) for c in FIRING_COLUMNS])
-    rows = elements.unionByName(fired, allowMissingColumns=True)
+    absent = [F.col(ABSENT)] if ABSENT in parts.kept.columns else []
+    rows = parts.kept
     if keys:
         n = partitions if partitions is not None else shuffle_partitions(df)
         rows = rows.repartition(n, *keys) if n else rows.repartition(*keys)
     else:
         rows = rows.repartition(1)
-    # the ordering columns stay in Spark: the walker reads the rows in order
-    needed = [*keys, F.col(B), F.col(PHASE), F.col(WS), F.col(SUB), F.col(TS),
-              *[F.col(f"`{c}`") for c in user_columns if c not in logic.key_column_set],
-              *absent, *[F.col(c) for c in FIRING_COLUMNS]]
-    rows = rows.sortWithinPartitions(*head).select(*needed)
+    # the reference engine's steps per key: bundles in order, elements in arrival order, an
+    # element's windows by start; the ordering columns stay in Spark
+    rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB), F.col(WS))
+    rows = rows.select(*keys, *[F.col(f"`{c}`") for c in user_columns
+                                if c not in logic.key_column_set],
+                       *absent, F.col(B), F.col(SUB), F.col(TS), F.col(WS))
 
     types = {f.name: f.dataType for f in df.schema.fields}
     json_set = set(json_columns)
@@ -170,7 +149,10 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         result_names=tuple(f.name for f in result), typed_tags=tuple(side_types),
         max_key_state=max_key_state, out_schema_json=out_schema.json(),
         large_types=large_var_types(df))
+    early, late_every = count_phases(logic.trigger)
     pane_config = PaneWalkConfig(walk=config, size_ms=parts.size, lateness_ms=parts.lateness,
+                                 early=early, late_every=late_every or 1,
+                                 discarding=not parts.accumulating,
                                  watermark_before=list(parts.W_before))
     tagged = rows.mapInArrow(make_pane_walker(pane_config), out_schema)
     if persist:
