@@ -18,6 +18,12 @@ Invariants:
   files together. Delta's own time travel reads older table versions while their files exist
   (``gc`` keeps the current generation's outputs; a superseded generation's go after
   retention).
+- Compaction (:meth:`OutputTable.small_files`, :meth:`OutputTable.replace_files`) changes
+  how a version's rows are stored, never which rows: one commit removes small files and adds
+  the files that hold exactly their rows (``dataChange=false``, commit metadata
+  ``windowlib.compacted``), against the version it planned from (a concurrent publish makes
+  it fail; it is then skipped). Removed files stay on storage: windowlib's commit records
+  name them, and time travel to older table versions reads them.
 - On ``s3://`` delta-rs commits with S3's conditional put (no lock service); credentials are
   handed to it in memory from :class:`S3Settings`, never logged.
 """
@@ -36,12 +42,13 @@ from windowlib.state.objectstore import ObjectStore
 from windowlib.state.s3config import S3Settings
 from windowlib.state.uri import Uri
 
-__all__ = ["APP_ID", "META", "OutputTable", "TableFile", "TableSnapshot", "TableState",
-           "snapshot_files"]
+__all__ = ["APP_ID", "META", "SMALL_FILE_BYTES", "OutputTable", "TableFile", "TableSnapshot",
+           "TableState", "snapshot_files"]
 
 APP_ID = "windowlib"        # the Delta application transaction naming the checkpoint version
 META = "windowlib."         # prefix of windowlib's keys in Delta commit info and table properties
 _ATTEMPTS = 8
+SMALL_FILE_BYTES = 128 << 20   # files below this size are merged by compaction
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,48 @@ class OutputTable:
         actions: list[Any] = [add(f) for f in snapshot.files if f.path not in present]
         actions += [RemoveAction(p, True, now_ms) for p in sorted(present - wanted)]
         dt.create_write_transaction(actions, "append", schema, commit_properties=props)
+
+
+    # -- compaction ---------------------------------------------------------------------------
+
+    def small_files(self, dt: Any, budget: int) -> list[TableFile]:
+        """The files of ``dt``'s version smaller than ``SMALL_FILE_BYTES`` when there are more
+        than ``budget`` of them (what compaction merges), else none. Files at or above the size
+        are never rewritten, so a table's file count stays within ``budget`` plus its bytes
+        over ``SMALL_FILE_BYTES``, and each row is rewritten a bounded number of times."""
+        small = [f for f in self.files(dt) if f.bytes < SMALL_FILE_BYTES]
+        return small if len(small) > budget else []
+
+    def replace_files(self, dt: Any, removed: Sequence[TableFile],
+                      added: Sequence[TableFile]) -> TableState | None:
+        """One commit on top of ``dt``'s version: ``removed`` out, ``added`` (the same rows)
+        in, the checkpoint version unchanged. ``None`` when another writer committed since
+        ``dt`` was read (nothing changed; the caller drops ``added``). Raises
+        ``TABLE_UNAVAILABLE``."""
+        from deltalake.exceptions import CommitFailedError
+        from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
+
+        present = {f.path for f in self.files(dt)}
+        if not removed or not {f.path for f in removed} <= present \
+                or sum(f.rows for f in removed) != sum(f.rows for f in added):
+            raise StateError(f"table {self.uri}: a compaction must replace files of the "
+                             "version with the same rows", code="STATE_INVALID")
+        shown = dt.transaction_version(APP_ID)
+        now_ms = int(time.time() * 1000)
+        props = CommitProperties(
+            custom_metadata={f"{META}compacted": len(removed), f"{META}shows": shown},
+            max_commit_retries=0,
+            app_transactions=[Transaction(APP_ID, shown)] if shown is not None else None)
+        actions: list[Any] = [AddAction(f.path, f.bytes, {}, now_ms, False,
+                                        f'{{"numRecords":{f.rows}}}') for f in added]
+        actions += [RemoveAction(f.path, False, now_ms) for f in removed]
+        try:
+            dt.create_write_transaction(actions, "append", dt.schema(), commit_properties=props)
+        except CommitFailedError:
+            return None
+        except Exception as exc:
+            raise _unavailable(self.uri, exc) from None
+        return self.state()
 
 
 def snapshot_files(table: OutputTable, uris: Sequence[tuple[str, int, int]]
