@@ -8,7 +8,9 @@ with the commit records, and their names in Spark's catalog.
   version whole). A table failure never fails a published run: it is reported and retried.
 - :func:`register_tables` names the tables in a Spark session's catalog:
   ``<db>.<pipeline>_<output>`` (external Parquet tables over exactly the files of the table's
-  current version) and the view ``<db>.<pipeline>_latest`` (:func:`outputs.latest_query`).
+  current version) and the view ``<db>.<pipeline>_latest`` (:func:`outputs.latest_query`);
+  before that a publish compacts tables holding many small files (``runs/compaction``), so
+  what Spark lists here stays bounded over history.
   ``db`` is the ``spark.windowlib.tables.database`` conf (default ``windowlib``). Spark reads
   them without Delta's jars; with the s3a connector only on ``s3://`` (see docs/tables.md).
 - :func:`open_table` / :func:`read_table`: a table at its current version or back in time.
