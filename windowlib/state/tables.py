@@ -287,16 +287,21 @@ class OutputTable:
         actions += [RemoveAction(p, True, now_ms) for p in sorted(present - wanted)]
         dt.create_write_transaction(actions, "append", schema, commit_properties=props)
 
-
     # -- compaction ---------------------------------------------------------------------------
 
     def small_files(self, dt: Any, budget: int) -> list[TableFile]:
-        """The files of ``dt``'s version smaller than ``SMALL_FILE_BYTES`` when there are more
-        than ``budget`` of them (what compaction merges), else none. Files at or above the size
-        are never rewritten, so a table's file count stays within ``budget`` plus its bytes
-        over ``SMALL_FILE_BYTES``, and each row is rewritten a bounded number of times."""
-        small = [f for f in self.files(dt) if f.bytes < SMALL_FILE_BYTES]
-        return small if len(small) > budget else []
+        """What compaction merges: nothing while ``dt``'s version holds at most ``budget``
+        files smaller than ``SMALL_FILE_BYTES``; beyond, the smallest of them, as many as
+        bring the count down to half the budget (merged into one file). Merging the smallest
+        first is size-tiered: a merged file is merged again only once it is among the
+        smallest, so a row is rewritten a few times (about logarithmic in
+        ``SMALL_FILE_BYTES`` over a run's file size), not at every compaction; files at or
+        above the size are never rewritten."""
+        small = sorted((f for f in self.files(dt) if f.bytes < SMALL_FILE_BYTES),
+                       key=lambda f: (f.bytes, f.path))
+        if len(small) <= budget:
+            return []
+        return small[:len(small) - budget // 2 + 1]
 
     def replace_files(self, dt: Any, removed: Sequence[TableFile],
                       added: Sequence[TableFile]) -> TableState | None:
