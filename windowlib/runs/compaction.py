@@ -7,9 +7,10 @@ with a Spark job: without compaction every run would pay for all the runs before
 Invariants:
 
 - A table is compacted when it holds more than :func:`file_budget` files smaller than
-  ``state.tables.SMALL_FILE_BYTES`` (half Spark's listing threshold, at most 16): those files
-  are merged, the larger ones are never rewritten. Each row is so rewritten a bounded number
-  of times, and the amortised cost per run does not depend on the number of past runs.
+  ``state.tables.SMALL_FILE_BYTES`` (half Spark's listing threshold, at most 16): its smallest
+  files are merged into one, down to half the budget (``OutputTable.small_files``: size-tiered,
+  the larger files are never rewritten). A row is so rewritten a few times, and the amortised
+  cost per run does not depend on the number of past runs.
 - Rows move only in Spark tasks (read and written with Arrow, as ``runs/frames`` does); the
   driver gets one metadata row per written file. Every table that needs it: one Spark job.
 - Compacted files are written inside the staging prefix of the commit the table shows
