@@ -15,15 +15,17 @@ from clicks_lake import T0, locations, write_partition
 import windowlib as wl
 from windowlib import aggregates as agg
 from windowlib.engines.spark.jobs import spark_jobs
-from windowlib.runs.incremental import run_incremental
+from windowlib.runs.incremental import open_checkpoint, run_incremental
+from windowlib.runs.tables import spark_names
+from windowlib.state.gc import collect
 
 pytestmark = pytest.mark.spark
 
 MAX_JOBS = 4
 
 
-def native_pipeline() -> wl.Pipeline:
-    return (wl.Pipeline("clicks_jobs", timestamp="ts").key_by("key")
+def native_pipeline(name: str = "clicks_jobs") -> wl.Pipeline:
+    return (wl.Pipeline(name, timestamp="ts").key_by("key")
             .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
             .allowed_lateness(wl.Time.hours(3))
             .aggregate(agg.sum("value").alias("total"), agg.count()))
@@ -53,6 +55,74 @@ def test_a_warm_small_native_run_launches_at_most_four_spark_jobs(spark, tmp_pat
     assert warm.path == "native" and warm.inputs == 200 and warm.state_rows > 0
     assert counts[-1].jobs is not None
     assert counts[-1].jobs <= MAX_JOBS, counts[-1].stages
+
+
+LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def _table_rows(rows) -> list[tuple]:
+    return sorted((tuple(sorted(r.asDict().items())) for r in rows), key=repr)
+
+
+def _delta_rows(output: str, name: str, version: int) -> list[tuple]:
+    table = wl.open_table(output, name)
+    table.load_as_version(version)
+    rows = table.to_pyarrow_dataset().to_table().to_pylist()
+    return sorted((tuple(sorted(r.items())) for r in rows), key=repr)
+
+
+def test_a_late_run_launches_no_more_jobs_than_an_early_one(spark, tmp_path):
+    """Per-run cost flat over history, structurally. Every publish names the output tables in
+    Spark's catalog, and Spark lists a location of more files than its parallel listing
+    threshold with a Spark job; here the threshold is 6 (default 32), so that growth would
+    show within a few runs (firings: 1 file per run, late: 2). Publishes compact the tables'
+    small files instead (one job, every few runs), and the tables keep showing exactly the
+    current version's rows; time travel to a version before a compaction reads its rows."""
+    rng = random.Random(48)
+    hours = 8
+    for hour in range(hours):
+        late = [("k1", T0 + dt.timedelta(hours=hour - 5), 1)] * 3 if hour > 2 else []
+        write_partition(tmp_path / "events", hour, [*hour_rows(rng, hour, 60), *late])
+    where = locations(tmp_path, "flat")
+    pipeline = native_pipeline("clicks_flat")
+    before = spark.conf.get(LISTING_THRESHOLD)
+    spark.conf.set(LISTING_THRESHOLD, "6")
+    counts, files, at_3 = [], [], None
+    try:
+        for hour in range(hours):
+            value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+            with spark_jobs(spark) as jobs:
+                done = run_incremental(pipeline, partitions=(value, value), spark=spark,
+                                       path="native",
+                                       watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                                       **where)
+            assert done.status == "published"
+            counts.append(jobs.jobs)
+            files.append({name: len(wl.open_table(where["output"], name).file_uris())
+                          for name in ("firings", "late")})
+            if done.version == 3:
+                at_3 = _table_rows(wl.read_firings(where["output"], spark=spark).collect())
+    finally:
+        spark.conf.set(LISTING_THRESHOLD, before)
+    # without compaction: [1, 1, 1, 1, 1, 1, 4, 5] (firings 8 files, late 9 at the end)
+    assert max(counts[-3:]) <= max(counts[1:4]) <= 2, (counts, files)
+    assert max(f["firings"] for f in files) <= 3 and max(f["late"] for f in files) <= 4, files
+    # housekeeping keeps the merged files (they lie in a committed run's staging prefix)
+    collect(open_checkpoint(pipeline, where["checkpoint"]), grace_seconds=0)
+    names = spark_names(pipeline.name)
+    for name, reader in (("firings", wl.read_firings), ("late", wl.read_late)):
+        want = _table_rows(reader(where["output"], spark=spark).collect())
+        assert want and _table_rows(spark.table(names[name]).collect()) == want
+        compactions = [h["version"] for h in wl.open_table(where["output"], name).history()
+                       if "windowlib.compacted" in h]
+        assert compactions
+        for version in compactions:     # each shows the rows of the version it replaced
+            assert _delta_rows(where["output"], name, version) \
+                == _delta_rows(where["output"], name, version - 1)
+    latest = _table_rows(wl.read_latest(where["output"], spark=spark).collect())
+    assert _table_rows(spark.table(names["latest"]).collect()) == latest
+    assert at_3 and _table_rows(wl.read_table(where["output"], "firings", version=3,
+                                              spark=spark).collect()) == at_3
 
 
 def test_scoped_settings_are_restored_by_the_last_holder(spark):

@@ -160,3 +160,40 @@ def test_a_runs_files_below_table_roots_go_with_abort_and_gc(root_uri, s3_settin
     assert cs.gc().removed_stagings == [] and staged_files()      # within the grace period
     later = datetime.now(UTC) + timedelta(days=2)
     assert cs.gc(now=later).removed_stagings == [crashed.key] and staged_files() == []
+
+
+def _merged(table: OutputTable, settings, key: str, runs: range) -> TableFile:
+    """One file holding the rows of ``runs`` (what compaction would write)."""
+    data = pa.concat_tables([pa.table({"run": [r] * ROWS, "n": list(range(ROWS))},
+                                      schema=SCHEMA) for r in runs])
+    loc = table.location.child(f"{key}/part-00000-m-000.parquet")
+    fs = arrow_filesystem(Uri.parse(table.uri), settings)
+    if loc.scheme == "file":
+        fs.create_dir(loc.arrow_path.rsplit("/", 1)[0], recursive=True)
+    pq.write_table(data, loc.arrow_path, filesystem=fs)
+    return TableFile(f"{key}/part-00000-m-000.parquet", fs.get_file_info(loc.arrow_path).size,
+                     data.num_rows)
+
+
+def test_a_compaction_keeps_rows_and_version_and_yields_to_a_publish(root_uri, s3_settings):
+    table = _table(root_uri, s3_settings)
+    files = [_stage(table, s3_settings, f"v={v:08d}-cc{v:010d}", v) for v in range(1, 5)]
+    for v in range(1, 4):
+        table.publish(TableSnapshot(v, 1, f"r{v}", tuple(files[:v]), SCHEMA))
+    stale = table.open()
+    assert table.small_files(stale, 3) == [] and len(table.small_files(stale, 2)) == 3
+    early = _merged(table, s3_settings, "v=00000003-cc0000000003/compacted-a", range(1, 4))
+    table.publish(TableSnapshot(4, 1, "r4", tuple(files), SCHEMA))   # commits first
+    assert table.replace_files(stale, table.small_files(stale, 2), [early]) is None
+    dt = table.open()
+    assert len(table.files(dt)) == 4
+    merged = _merged(table, s3_settings, "v=00000004-cc0000000004/compacted-b", range(1, 5))
+    state = table.replace_files(dt, table.small_files(dt, 2), [merged])
+    assert state is not None and state.checkpoint_version == 4 and state.files == 1
+    assert state.delta_version == dt.version() + 1
+    assert _runs_seen(table.open()) == {v: ROWS for v in range(1, 5)}
+    # time travel: the versions before the compaction still read their own files
+    assert _runs_seen(table.open(delta_version=1)) == {1: ROWS, 2: ROWS}
+    with pytest.raises(StateError) as err:      # a compaction never changes the rows
+        table.replace_files(table.open(), [merged], [files[0]])
+    assert err.value.code == "STATE_INVALID"

@@ -34,7 +34,8 @@ from windowlib.state.stores import delete_location, open_store
 from windowlib.state.taskfs import TaskFilesystem, arrow_filesystem, task_filesystem
 from windowlib.state.uri import Uri
 
-__all__ = ["FrameFile", "FrameInfo", "check_frames", "conform", "read_frame", "write_frame"]
+__all__ = ["FrameFile", "FrameInfo", "arrow_writes", "check_frames", "conform", "read_frame",
+           "write_frame", "written_files"]
 
 IO_MODES = ("auto", "spark", "arrow")
 S3_IO_CONF = "spark.windowlib.io.s3"
@@ -199,14 +200,31 @@ def write_frame(df: Any, uri: str, *, settings: S3Settings | None = None,
             writer = writer.partitionBy(*parts)
         writer.option("maxRecordsPerFile", max_rows_per_file).parquet(loc.spark_path)
         return _info_from_listing(loc, settings, schema_json, parts)
-    fs = task_filesystem(spark, loc, settings, forward_credentials)
+    meta = arrow_writes(df, loc, token, settings=settings, partition_by=parts,
+                        max_rows_per_file=max_rows_per_file,
+                        forward_credentials=forward_credentials)
+    files = written_files(loc, meta.orderBy(F.col("task"), F.col("path")).collect())
+    return FrameInfo(loc.uri, files, schema_json, parts)
+
+
+def arrow_writes(df: Any, loc: Uri, token: str, *, settings: S3Settings | None = None,
+                 partition_by: Sequence[str] = (), max_rows_per_file: int = 1_000_000,
+                 forward_credentials: bool | None = None) -> Any:
+    """Lazily, ``df`` written under ``loc`` by pyarrow in Spark tasks: a DataFrame of one small
+    row per written file (``path``, ``rows``, ``bytes``, ``sha256``, ``task``) that writes when
+    it runs — several of them unioned are written by one job. Collect it once and turn the
+    rows into files with :func:`written_files`."""
+    fs = task_filesystem(df.sparkSession, loc, settings, forward_credentials)
+    parts = tuple(partition_by)
     data_cols = [c for c in df.columns if c not in parts]
     fn = _make_writer(fs, loc.arrow_path, token, max_rows_per_file, parts, data_cols)
-    meta = df.mapInArrow(fn, _META_DDL).orderBy(F.col("task"), F.col("path"))
-    files = tuple(FrameFile(str(Uri.from_arrow_path(loc.scheme, r["path"])), int(r["rows"]),
-                            int(r["bytes"]), r["sha256"])
-                  for r in meta.collect())    # one small row per file written
-    return FrameInfo(loc.uri, files, schema_json, parts)
+    return df.mapInArrow(fn, _META_DDL)
+
+
+def written_files(loc: Uri, rows: Sequence[Any]) -> tuple[FrameFile, ...]:
+    """The files of :func:`arrow_writes`' collected rows (URIs in ``loc``'s scheme)."""
+    return tuple(FrameFile(str(Uri.from_arrow_path(loc.scheme, r["path"])), int(r["rows"]),
+                           int(r["bytes"]), r["sha256"]) for r in rows)
 
 
 def _info_from_listing(loc: Uri, settings: S3Settings | None, schema_json: str,

@@ -8,7 +8,9 @@ with the commit records, and their names in Spark's catalog.
   version whole). A table failure never fails a published run: it is reported and retried.
 - :func:`register_tables` names the tables in a Spark session's catalog:
   ``<db>.<pipeline>_<output>`` (external Parquet tables over exactly the files of the table's
-  current version) and the view ``<db>.<pipeline>_latest`` (:func:`outputs.latest_query`).
+  current version) and the view ``<db>.<pipeline>_latest`` (:func:`outputs.latest_query`);
+  before that a publish compacts tables holding many small files (``runs/compaction``), so
+  what Spark lists here stays bounded over history.
   ``db`` is the ``spark.windowlib.tables.database`` conf (default ``windowlib``). Spark reads
   them without Delta's jars; with the s3a connector only on ``s3://`` (see docs/tables.md).
 - :func:`open_table` / :func:`read_table`: a table at its current version or back in time.
@@ -85,7 +87,8 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
     | {"error", "code"}}``; never raises for a table (``TABLE_UNAVAILABLE`` is reported and
     logged). With ``catalog``, when a table moved, the names in ``spark``'s catalog (default:
     the active session, if any, when it can read the location) move too
-    (:func:`register_tables`)."""
+    (:func:`register_tables`), after the tables over their file budget are compacted
+    (``runs/compaction``: what the catalog lists stays bounded)."""
     cs = source if isinstance(source, CheckpointStore) else reader_store(source, settings)
     if cs.line:
         return {}
@@ -126,6 +129,12 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
     spark = (spark or _active_spark()) if catalog and moved else None
     if spark is not None and report and not any("error" in e for e in report.values()) \
             and _spark_reads(spark, cs):
+        from windowlib.runs.compaction import compact_tables
+
+        try:     # keeps what the catalog lists below Spark's listing threshold
+            compact_tables(spark, cs, tables, settings)
+        except Exception as exc:     # the files stay as they are: never fails a publish
+            log.warning("output tables of %s not compacted: %s", cs.pipeline, exc)
         try:
             register_tables(spark, cs, settings=settings)
         except Exception as exc:     # the catalog is a convenience: never fails a publish
@@ -198,13 +207,15 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
     a shared metastore runs ``REFRESH TABLE`` to see a newer version. Needs a location Spark
     reads: ``file://``, or ``s3://`` where the s3a connector is installed
     (``spark.windowlib.io.s3=spark``); otherwise ``TABLE_UNAVAILABLE``."""
+    from windowlib.runs.compaction import table_struct
     from windowlib.runs.frames import use_spark_io
 
     cs = source if isinstance(source, CheckpointStore) else reader_store(source, settings)
     db = _database(spark, database)
     quiet_glob_locations(spark)
     names: dict[str, str] = {}
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
+    if not spark.catalog.databaseExists(db):
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
     firings_schema = None
     for name, table in _tables(cs, settings).items():
         dt = table.open()
@@ -214,7 +225,7 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
             raise StateError(f"Spark cannot read {table.uri} here (no s3a connector): read the "
                              "table with wl.read_table or a Delta reader instead",
                              code="TABLE_UNAVAILABLE")
-        struct = _spark_schema(dt)
+        struct = table_struct(dt)
         tbl = f"{cs.pipeline}_{name}"
         _replace_table(spark, db, tbl, _location(table, dt, struct), struct,
                        {f"{META}delta_version": str(dt.version()), f"{META}table": table.uri})
@@ -225,16 +236,9 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
         from windowlib.runs.outputs import latest_query
 
         latest = latest_query(firings_schema.fieldNames(), _q(db, f"{cs.pipeline}_firings"))
-        spark.sql(f"CREATE OR REPLACE VIEW {_q(db, cs.pipeline + '_latest')} AS {latest}")
+        _replace_view(spark, db, f"{cs.pipeline}_latest", latest, firings_schema)
         names["latest"] = f"{db}.{cs.pipeline}_latest"
     return names
-
-
-def _spark_schema(dt: Any) -> Any:
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(pa.schema(dt.schema().to_arrow()))
 
 
 def _location(table: OutputTable, dt: Any, struct: Any) -> str:
@@ -269,23 +273,47 @@ def _empty_file(table: OutputTable, struct: Any) -> str:
     return rel
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _properties(spark: Any, qualified: str, quoted: str) -> dict[str, str] | None:
+    """The table properties of a catalog table or view (``None`` when it does not exist)."""
+    if not spark.catalog.tableExists(qualified):
+        return None
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()}
+
+
 def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
                    props: dict[str, str]) -> None:
+    """Create the table, or move it to ``location``; a location it already has is not set
+    again (setting one makes Spark list its files)."""
     name = _q(db, tbl)
-    digest = hashlib.sha256(struct.json().encode()).hexdigest()[:16]
-    props = {**props, f"{META}schema": digest}
-    if spark.catalog.tableExists(f"{db}.{tbl}"):
-        current = {r["key"]: r["value"] for r in
-                   spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
-        if current.get(f"{META}schema") != digest:
-            spark.sql(f"DROP TABLE {name}")
-    if not spark.catalog.tableExists(f"{db}.{tbl}"):
+    digest = _digest(struct.json())
+    props = {**props, f"{META}schema": digest, f"{META}location": _digest(location)}
+    current = _properties(spark, f"{db}.{tbl}", name)
+    if current is not None and current.get(f"{META}schema") != digest:
+        spark.sql(f"DROP TABLE {name}")
+        current = None
+    if current is None:
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",
                                   schema=struct)
-    else:
+    elif current.get(f"{META}location") != props[f"{META}location"]:
         spark.sql(f"ALTER TABLE {name} SET LOCATION {_lit(location)}")
     listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(props.items()))
     spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({listed})")
+
+
+def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any) -> None:
+    """Create or replace the latest view, unless it already has this query over a firings
+    table of this schema (creating a view makes Spark resolve, so list, the table)."""
+    name = _q(db, view)
+    digest = _digest(query + firings.json())
+    current = _properties(spark, f"{db}.{view}", name)
+    if current is not None and current.get(f"{META}query") == digest:
+        return
+    spark.sql(f"CREATE OR REPLACE VIEW {name} TBLPROPERTIES ({_lit(META + 'query')} = "
+              f"{_lit(digest)}) AS {query}")
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -314,12 +342,13 @@ def read_table(output: str, name: str, *, version: int | None = None,
     """:func:`open_table`'s version as a Spark DataFrame, read by Spark tasks (no Delta jar:
     exactly the files of that version, sizes checked as ``read_frame`` does)."""
     from windowlib.engines.spark.session import get_or_create_session
+    from windowlib.runs.compaction import table_struct
     from windowlib.runs.frames import FrameFile, read_frame
 
     dt = open_table(output, name, version=version, as_of=as_of, settings=settings)
     table = OutputTable(reader_store(output, settings).pipeline_store, name, settings)
     files = [FrameFile(table.file_uri(f.path), f.rows, f.bytes) for f in table.files(dt)]
-    return read_frame(spark or get_or_create_session(), files, _spark_schema(dt),
+    return read_frame(spark or get_or_create_session(), files, table_struct(dt),
                       settings=settings)
 
 
