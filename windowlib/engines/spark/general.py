@@ -46,7 +46,7 @@ column ``value_typed`` (one field per typed tag), any other in ``value_json``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,6 +207,27 @@ def tagged_schema(key_fields: list, result: list, retracting: bool, element: Any
     return T.StructType(fields)
 
 
+def walker_schema(pipeline: Pipeline, schema: Any, user_columns: Sequence[str],
+                  json_columns: Set[str]) -> tuple[str, list, Any]:
+    """``(result mode, result fields, tagged schema)`` of a walker's output over input of
+    ``schema`` (``json_columns``: test-harness columns whose type is not the data's)."""
+    from pyspark.sql import types as T
+
+    logic = pipeline.compile()
+    types = {f.name: f.dataType for f in schema.fields}
+    mode, result = result_fields(pipeline, {c: t for c, t in types.items()
+                                            if c not in json_columns})
+    # the driver never lets a result overwrite a key column (firing_row); neither do we
+    result = [f for f in result if f.name not in logic.key_column_set]
+    key_fields = [T.StructField(c, types[c], True) for c in logic.key_columns]
+    element = T.StructType([T.StructField(c, types[c], True) for c in user_columns])
+    side_types = logic.runner.side_types
+    side_typed = T.StructType([T.StructField(tag, spark_type(t), True)
+                               for tag, t in side_types.items()]) if side_types else None
+    return mode, result, tagged_schema(key_fields, result, logic.retracting, element,
+                                       side_typed)
+
+
 # --- preparation ----------------------------------------------------------------------------
 
 def prepare_input(df: Any, pipeline: Pipeline, arrival: str) -> tuple[Any, str]:
@@ -262,7 +283,6 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     are copied through without being parsed.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     pipeline = with_result_schema(pipeline, result_schema)
     logic = pipeline.compile()
@@ -286,19 +306,9 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                     "processing_time= or use a time-valued arrival column",
                     code="NO_PROCESSING_TIME")
 
-    schema = df.schema
-    types = {f.name: f.dataType for f in schema.fields}
     json_set = set(json_columns)
-    typed_inputs = {c: t for c, t in types.items() if c not in json_set}
-    mode, result = result_fields(pipeline, typed_inputs)
-    # the driver never lets a result overwrite a key column (KeyDriver._row); neither do we
-    result = [f for f in result if f.name not in logic.key_column_set]
-    key_fields = [T.StructField(c, types[c], True) for c in logic.key_columns]
-    element = T.StructType([T.StructField(c, types[c], True) for c in user_columns])
+    mode, result, out_schema = walker_schema(pipeline, df.schema, user_columns, json_set)
     side_types = logic.runner.side_types
-    side_typed = T.StructType([T.StructField(tag, spark_type(t), True)
-                               for tag, t in side_types.items()]) if side_types else None
-    out_schema = tagged_schema(key_fields, result, logic.retracting, element, side_typed)
 
     order: list = []
     if order_by is not None:
@@ -310,7 +320,8 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     has_state = state is not None
     sort_head: list = []
     if has_state:
-        check_state_frame(state, logic.key_columns, types)
+        check_state_frame(state, logic.key_columns,
+                          {f.name: f.dataType for f in df.schema.fields})
         # state rows first within each key (SRC 0), then the key's elements (SRC 1)
         state_rows = state.select(
             *keys, F.col("state").alias(STATE), F.col("next_event_timer").alias(NEXT_ET),

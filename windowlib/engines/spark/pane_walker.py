@@ -54,7 +54,7 @@ from windowlib.engines.spark.columns import (
     SUB,
     B,
 )
-from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns, naive_type
+from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
 _EARLY, _ON_TIME, _LATE = Timing.EARLY, Timing.ON_TIME, Timing.LATE
@@ -232,21 +232,15 @@ class PaneWalker(Walker):
 
     # --- the partition loop -----------------------------------------------------------------
     def run_panes(self, batches: Iterator[Any]) -> Iterator[Any]:
-        pa = self.pa
         config = self.config
         user_columns = config.user_columns
         json_columns = set(config.json_columns)
         key_idx = [user_columns.index(c) for c in self.key_columns]
         limit = config.max_key_state
-        naive_schema = None
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            if naive_schema is None:
-                naive_schema = pa.schema([pa.field(f.name, naive_type(f.type), f.nullable)
-                                          for f in batch.schema])
-            if naive_schema != batch.schema:
-                batch = batch.cast(naive_schema)
+            batch = self.naive_batch(batch)
             cols, raw_cols = batch_columns(batch, user_columns, json_columns)
             starts, bundles, subs, ts_col = (batch.column(c).to_pylist()
                                              for c in (WS, B, SUB, TS))

@@ -42,16 +42,15 @@ from windowlib.engines.spark.bundles import TS, BundlePlan
 from windowlib.engines.spark.columns import ABSENT, DEFAULT_MAX_KEY_STATE, SUB, B
 from windowlib.engines.spark.general import (
     large_var_types,
-    result_fields,
     shuffle_partitions,
     tagged_part,
-    tagged_schema,
+    walker_schema,
 )
 from windowlib.engines.spark.native import count_phases, prepare_native
 from windowlib.engines.spark.native_parts import WS
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, make_pane_walker
-from windowlib.engines.spark.result_types import spark_type, with_result_schema
+from windowlib.engines.spark.result_types import with_result_schema
 from windowlib.engines.spark.walker import WalkConfig
 
 __all__ = ["PaneRun", "run_panes"]
@@ -105,7 +104,6 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     ``planner.pane_reasons``); options as ``general.run_general`` (whose test-harness hooks
     ``json_columns``/``seq_column`` it shares)."""
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     pipeline = with_result_schema(pipeline, result_schema)
     inputs = prepare_native(pipeline, df, arrival, watermark=watermark, finalize=finalize,
@@ -130,17 +128,9 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                                 if c not in logic.key_column_set],
                        *absent, F.col(B), F.col(SUB), F.col(TS), F.col(WS))
 
-    types = {f.name: f.dataType for f in df.schema.fields}
     json_set = set(json_columns)
-    mode, result = result_fields(pipeline, {c: t for c, t in types.items()
-                                            if c not in json_set})
-    result = [f for f in result if f.name not in logic.key_column_set]
-    key_fields = [T.StructField(c, types[c], True) for c in logic.key_columns]
-    element = T.StructType([T.StructField(c, types[c], True) for c in user_columns])
+    mode, result, out_schema = walker_schema(pipeline, df.schema, user_columns, json_set)
     side_types = logic.runner.side_types
-    side_typed = T.StructType([T.StructField(tag, spark_type(t), True)
-                               for tag, t in side_types.items()]) if side_types else None
-    out_schema = tagged_schema(key_fields, result, False, element, side_typed)
     config = WalkConfig(
         pipeline=pipeline, arrivals=plan.index, processing_times=plan.processing_times,
         watermarks=plan.watermarks, initial_watermark=plan.initial_watermark,

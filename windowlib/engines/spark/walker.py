@@ -131,6 +131,7 @@ class Walker:
         self.arrow_schema = to_arrow_schema(out_schema, timezone="UTC",
                                             prefers_large_types=config.large_types)
         self.pa = pa
+        self.naive_schema: Any = None
         self.rows: list[tuple] = []
         self.n = 0
         key_columns = self.logic.key_columns
@@ -152,6 +153,14 @@ class Walker:
         self.typed_tags = frozenset(config.typed_tags)
         # STATE .. VALUE (and SIDE_TYPED when a tag is typed) of rows that carry none of them
         self.tail_none = (None,) * (6 if self.typed_tags else 5)
+
+    def naive_batch(self, batch: Any) -> Any:
+        """An input batch with time zones dropped (UTC wall time), as the walk reads values;
+        the target schema is taken from the first batch."""
+        if self.naive_schema is None:
+            self.naive_schema = self.pa.schema([
+                self.pa.field(f.name, naive_type(f.type), f.nullable) for f in batch.schema])
+        return batch if batch.schema == self.naive_schema else batch.cast(self.naive_schema)
 
     # --- output ----------------------------------------------------------------------------
     def _meta(self, kind: str) -> tuple:
@@ -312,7 +321,6 @@ class Walker:
 
     # --- the partition loop ----------------------------------------------------------------
     def run(self, batches: Iterator[Any]) -> Iterator[Any]:
-        pa = self.pa
         config = self.config
         user_columns = config.user_columns
         json_columns = set(config.json_columns)
@@ -324,18 +332,13 @@ class Walker:
         skew = self.logic.max_future_skew_ms
         check_every = min(CHECK_EVERY, max(1, config.max_key_state))
         seq_column = config.seq_column
-        naive_schema = None
         last_arrival: Any = object()
         b = 0
         horizon: int | None = None
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            if naive_schema is None:
-                naive_schema = pa.schema([pa.field(f.name, naive_type(f.type), f.nullable)
-                                          for f in batch.schema])
-            if naive_schema != batch.schema:
-                batch = batch.cast(naive_schema)
+            batch = self.naive_batch(batch)
             cols, raw_cols = batch_columns(batch, user_columns, json_columns)
             arrival_col = batch.column(ARRIVAL).to_pylist()
             ts_col = batch.column(TS).to_pylist()
