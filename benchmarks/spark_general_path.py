@@ -12,13 +12,14 @@ collected):
   ``BoundedOutOfOrderness(10 min)``, all three outputs (firings, late, rejects);
 - general path, Python: the same window with a ``ProcessWindowFunction`` and an early
   ``CountTrigger.at_least(5)``;
-- pane path (``python_panes``): that pipeline as the planner runs it one-shot — firings in
-  Spark SQL, the function once per firing (all three outputs);
+- pane path (``python_panes``): that pipeline as the planner runs it one-shot — the function
+  once per firing (all three outputs); ``python_batch``: the same function written as a
+  ``BatchWindowFunction`` (Arrow compute over thousands of panes per call);
 - ``--hour``: the same three over one hourly partition (one bundle, ~100k distinct keys at the
   default size), where the fixed cost per key and per Python call dominates.
 
     .venv/bin/python benchmarks/spark_general_path.py [--events N] [--keys K] [--repeat R]
-        [--data DIR] [--cases native,native_path,declarative,python,python_panes]
+        [--data DIR] [--cases native,native_path,declarative,python,python_panes,python_batch]
         [--hour 2024-03-01T05] [--result-schema]
 """
 
@@ -42,7 +43,7 @@ import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
 
-CASES = ("native", "native_path", "declarative", "python", "python_panes")
+CASES = ("native", "native_path", "declarative", "python", "python_panes", "python_batch")
 RESULT_SCHEMA = "n long, total long, pane long"
 
 
@@ -52,6 +53,22 @@ class Summary(wl.ProcessWindowFunction):
         for e in elements:
             total += e["value"]
         yield {"n": len(elements), "total": total, "pane": context.pane.index}
+
+
+class SummaryBatch(wl.BatchWindowFunction):
+    """``Summary`` for many panes per call (Arrow compute over the whole batch)."""
+
+    result_schema = RESULT_SCHEMA
+
+    def process_panes(self, panes):
+        import pyarrow as pa
+
+        grouped = panes.group_by("pane_id").aggregate(
+            [("value", "count"), ("value", "sum"), ("pane_index", "max")])
+        return pa.table({"pane_id": grouped.column("pane_id"),
+                         "n": grouped.column("value_count"),
+                         "total": grouped.column("value_sum"),
+                         "pane": grouped.column("pane_index_max")})
 
 
 def timed(fn, repeat: int) -> float:
@@ -75,7 +92,13 @@ def pipelines() -> dict:
                        .with_early_trigger(wl.CountTrigger.at_least(5)))
               .allowed_lateness(wl.Time.hours(1))
               .process(Summary()))
-    return {"declarative": declarative, "python": python}
+    batch = (wl.Pipeline("bench_batch", timestamp="ts").key_by("key")
+             .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
+             .trigger(wl.EventTimeTrigger.after_end_of_window()
+                      .with_early_trigger(wl.CountTrigger.at_least(5)))
+             .allowed_lateness(wl.Time.hours(1))
+             .process_panes(SummaryBatch()))
+    return {"declarative": declarative, "python": python, "python_batch": batch}
 
 
 def bench(spark, frame, label: str, cases: list[str], repeat: int,
@@ -111,22 +134,26 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
         for out in (result.firings, result.late, result.rejects):
             out.write.format("noop").mode("overwrite").save()
 
-    def pane_path():
-        schema = RESULT_SCHEMA if result_schema else None
-        result = run_dataframe(pipelines()["python"], frame(), "arrival_hour",
-                               watermark=wl.BoundedOutOfOrderness("10 minutes"),
-                               finalize=True, result_schema=schema, path="panes")
-        for out in (result.run.detail.tagged, result.late, result.rejects):
-            out.write.format("noop").mode("overwrite").save()
-        result.unpersist()
+    def pane_path(name: str):
+        def run():
+            schema = RESULT_SCHEMA if result_schema and name == "python" else None
+            result = run_dataframe(pipelines()[name], frame(), "arrival_hour",
+                                   watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                                   finalize=True, result_schema=schema, path="panes")
+            for out in (result.run.detail.tagged, result.late, result.rejects):
+                out.write.format("noop").mode("overwrite").save()
+            result.unpersist()
+        return run
 
-    runs = {"native": native, "native_path": native_path, "python_panes": pane_path,
-            **{k: general(p) for k, p in pipelines().items()}}
+    runs = {"native": native, "native_path": native_path, "python_panes": pane_path("python"),
+            "python_batch": pane_path("python_batch"),
+            **{k: general(p) for k, p in pipelines().items() if k != "python_batch"}}
     labels = {"native": "hand-written Spark SQL (groupBy key, window 5 min; sum, count)",
               "native_path": "windowlib native path, declarative sum+count (all outputs)",
               "declarative": "general path, declarative sum+count (all outputs)",
               "python": "general path, ProcessWindowFunction + early count trigger",
-              "python_panes": "pane path, the same ProcessWindowFunction (all outputs)"}
+              "python_panes": "pane path, the same ProcessWindowFunction (all outputs)",
+              "python_batch": "pane path, the same as a BatchWindowFunction (all outputs)"}
     native()  # warm-up
     t_native = timed(native, repeat)
     print(f"  {labels['native']:<64}{t_native:7.2f} s {n / t_native:>12,.0f} events/s")

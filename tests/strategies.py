@@ -317,12 +317,34 @@ def bundle_lists(draw: Any, processing_time: bool = False, max_bundles: int = 6,
     return bundles
 
 
+class PaneStats(wl.BatchWindowFunction):
+    """A batch function: per pane its element count, value total (nulls as 0), pane index
+    and timing, computed with Arrow over every pane of the batch at once."""
+
+    result_schema = "n long, total long, idx long, when string"
+
+    def process_panes(self, panes: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = pc.fill_null(panes.column("value"), 0) if "value" in panes.column_names \
+            else pc.multiply(panes.column("pane_id"), 0)
+        table = panes.append_column("v", values.cast("int64"))
+        grouped = table.group_by("pane_id").aggregate([
+            ("v", "count"), ("v", "sum"), ("pane_index", "max"), ("timing", "max")])
+        return pa.table({"pane_id": grouped.column("pane_id"), "n": grouped.column("v_count"),
+                         "total": grouped.column("v_sum"),
+                         "idx": grouped.column("pane_index_max"),
+                         "when": grouped.column("timing_max")})
+
+
 @st.composite
 def pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
     sliding windows, the default trigger or ``after_end_of_window()`` with count early/late
     triggers, accumulating or discarding, any lateness, and a ``process`` function reading the
-    pane context with per-key and per-window state (``PaneFn``) or an ``apply`` function."""
+    pane context with per-key and per-window state (``PaneFn``), an ``apply`` function, or a
+    ``BatchWindowFunction`` (``PaneStats``)."""
     size = draw(st.integers(5, 40))
     if draw(st.booleans()):
         assigner: wl.WindowAssigner = wl.TumblingEventTimeWindows.of(
@@ -353,6 +375,9 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     if trigger is not None:
         p = p.trigger(trigger)
     p = p.allowed_lateness(draw(st.sampled_from([0, 0, 7, 30, 60])))
-    if draw(st.integers(0, 3)) == 0:
+    function = draw(st.sampled_from(["process", "process", "apply", "batch"]))
+    if function == "apply":
         return p.apply(window_rows)
+    if function == "batch":
+        return p.process_panes(PaneStats())
     return p.process(PaneFn())

@@ -5,6 +5,7 @@ Importing ``windowlib`` is cheap: it loads only the pure-Python core; engines lo
 """
 
 from windowlib import aggregates
+from windowlib.core import batch as _batch_module
 from windowlib.core import pipeline as _pipeline_module
 from windowlib.core.assigners import (
     EventTimeSessionWindows,
@@ -16,6 +17,7 @@ from windowlib.core.assigners import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
+from windowlib.core.batch import BatchWindowFunction
 from windowlib.core.calendar import CalendarWindows
 from windowlib.core.errors import (
     DefinitionError,
@@ -89,8 +91,19 @@ class _SparkEngine:
 
 _pipeline_module.use_engine(_SparkEngine())
 
+
+def _panes_table(columns: dict, element_fields: object) -> object:
+    """Batch window functions' input tables (Arrow: loaded on first use)."""
+    from windowlib.engines.batch_tables import panes_table
+
+    return panes_table(columns, element_fields)  # type: ignore[arg-type]
+
+
+_batch_module.use_table_builder(_panes_table)
+
 __all__ = [
-    "AggregateFunction", "All", "Any", "BoundedOutOfOrderness", "CalendarWindows", "Context",
+    "AggregateFunction", "All", "Any", "BatchWindowFunction", "BoundedOutOfOrderness",
+    "CalendarWindows", "Context",
     "ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger", "CountEvictor",
     "CountTrigger", "DefinitionError", "DeltaEvictor", "DeltaTrigger", "EventTimeSessionWindows",
     "EventTimeTrigger", "Evictor", "ExecutionError", "GlobalWindow", "GlobalWindows",

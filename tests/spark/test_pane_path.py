@@ -12,6 +12,8 @@ function once per firing.
 - Errors inside the Python workers reach the caller coded: a failing function is
   ``FUNCTION_FAILED`` naming it, the key and the window; a key above ``max_key_state`` is
   ``KEY_STATE_LIMIT``.
+- A batch function (``process_panes``: many panes per call on this path, one per call on the
+  general path and the reference engine) gives the same firings on both Spark paths.
 """
 
 from __future__ import annotations
@@ -132,3 +134,37 @@ def test_a_key_above_max_key_state_on_the_pane_path_is_key_state_limit(spark):
                       max_key_state=5)
     assert err.value.code == "KEY_STATE_LIMIT"
     assert "'a'" in str(err.value)
+
+
+class BatchBoom(wl.BatchWindowFunction):
+    result_schema = "n long"
+
+    def process_panes(self, panes):
+        raise ZeroDivisionError("division by zero")
+
+
+def test_a_batch_function_on_the_pane_path_equals_the_general_path(spark):
+    rows = [(k, t, t % 7, t // 20) for k in ("a", "b", "c") for t in range(0, 60, 3)]
+    df = _frame(spark, rows)
+    p = (wl.Pipeline("stats", timestamp="ts").key_by("key")
+         .window(wl.SlidingEventTimeWindows.of(10, 5))
+         .trigger(wl.EventTimeTrigger.after_end_of_window()
+                  .with_early_trigger(wl.CountTrigger.at_least(2)))
+         .allowed_lateness(5).process_panes(strategies.PaneStats()))
+    got = {}
+    for path in ("panes", "general"):
+        result = run_dataframe(p, df, "hour", finalize=True, path=path)
+        assert result.path == path
+        got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+        result.unpersist()
+    assert got["panes"] == got["general"] and len(got["panes"]) > 20
+
+
+def test_a_failing_batch_function_on_the_pane_path_is_function_failed(spark):
+    p = (wl.Pipeline("boom", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10)).process_panes(BatchBoom()))
+    with pytest.raises(wl.ExecutionError) as err:
+        run_dataframe(p, _frame(spark, [("a", 1, 1, 0)]), "hour", finalize=True, path="panes")
+    assert err.value.code == "FUNCTION_FAILED"
+    assert "BatchBoom" in str(err.value) and "ZeroDivisionError" in str(err.value)
+    assert "Traceback" not in str(err.value)

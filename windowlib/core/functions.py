@@ -154,7 +154,7 @@ class Context:
 class FunctionSpec:
     """Which window function a pipeline applies (frozen configuration)."""
 
-    kind: str                      # declarative | aggregate | reduce | fold | apply | process
+    kind: str          # declarative | aggregate | reduce | fold | apply | process | batch
     fn: Any
     process_fn: Any = None
     initial: Any = None

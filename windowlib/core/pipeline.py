@@ -220,6 +220,18 @@ class Pipeline:
         _check_process_fn(process_fn)
         return self._function(FunctionSpec("process", process_fn))
 
+    def process_panes(self, batch_fn: Any) -> Pipeline:
+        """A ``BatchWindowFunction``: many panes per Python call (``core/batch.py``); it must
+        declare its ``result_schema``."""
+        if not callable(getattr(batch_fn, "process_panes", None)):
+            raise DefinitionError("process_panes() needs a BatchWindowFunction (an object with "
+                                  "a process_panes(panes) method)", code="ARGUMENT_INVALID")
+        if getattr(batch_fn, "result_schema", None) is None:
+            raise DefinitionError(f"{type(batch_fn).__name__} must declare result_schema (the "
+                                  "columns of the rows it returns, e.g. \"n long, total "
+                                  "double\")", code="ARGUMENT_INVALID")
+        return self._function(FunctionSpec("batch", batch_fn))
+
     # --- validation and compilation -------------------------------------------------------
     def _check(self) -> None:
         assigner, trigger = self.window_assigner, self.window_trigger

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from windowlib.core.aggregates import AggregateSet
+from windowlib.core.batch import panes_table, rows_by_pane
 from windowlib.core.codec import decode, encode
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.evictors import TimestampedValue
@@ -78,7 +79,7 @@ class FunctionRunner:
         self.side_types = spec.side_types
         self.buffered = buffered or not spec.incremental
         # whether ``results`` reads its ``context`` (a process function sees the pane)
-        self.uses_context = spec.kind == "process" or spec.process_fn is not None
+        self.uses_context = spec.kind in ("process", "batch") or spec.process_fn is not None
         self._create, self._add, self._merge, self._result = self._incremental_ops(spec)
         if not self.buffered:
             create, add = self._create, self._add
@@ -195,6 +196,13 @@ class FunctionRunner:
         if spec.kind == "process":
             values = [e.value for e in contents or ()]
             return _rows(spec.fn.process(key, context, values), "process()")
+        if spec.kind == "batch":      # one pane per call here; the pane path sends many
+            if not contents:
+                return []
+            pane = context.pane
+            table = panes_table([(window, pane.index, pane.timing._value_, pane.is_last,
+                                  contents)])
+            return rows_by_pane(spec.fn.process_panes(table), 1, "process_panes()")[0]
         if self.buffered:
             acc = self.aggregate_elements(contents or [])
         else:

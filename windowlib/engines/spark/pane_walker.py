@@ -23,8 +23,12 @@ So the trigger costs a few integer operations per element, and Python runs the u
 once per firing over the pane (``FunctionRunner.results`` with the core's ``Context``:
 ``window_state`` per window, ``global_state`` per key, visited in firing order; results built
 by ``core.outputs.firing_row``), written as the general path's tagged rows
-(``walker.Walker``'s output half). **Memory**: a key's live windows and buffered elements; above
-``max_key_state`` entries the run fails with ``KEY_STATE_LIMIT``, as on the general path.
+(``walker.Walker``'s output half). A ``BatchWindowFunction`` (``core/batch.py``) is not
+called per firing: its firings queue up, with their clocks and keys, and ``process_panes``
+runs once per ``BATCH_ROWS`` queued elements (and at the end of the partition); its rows are
+emitted in firing order. **Memory**: a key's live windows and buffered elements, plus the
+queued batch; above ``max_key_state`` entries a key fails with ``KEY_STATE_LIMIT``, as on the
+general path.
 """
 
 from __future__ import annotations
@@ -35,15 +39,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.errors import ExecutionError
+from windowlib.core.batch import panes_columns, rows_by_pane
+from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.evictors import TimestampedValue
-from windowlib.core.functions import Context
+from windowlib.core.functions import Context, function_name
 from windowlib.core.lateness import cleanup_time
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info
-from windowlib.core.runner import FunctionRunner
+from windowlib.core.runner import FunctionRunner, conform
 from windowlib.core.time import MIN_TS
 from windowlib.core.windows import TimeWindow
+from windowlib.engines.batch_tables import panes_table
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
     ABSENT,
@@ -57,6 +63,7 @@ from windowlib.engines.spark.columns import (
 from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
+BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)
 _EARLY, _ON_TIME, _LATE = Timing.EARLY, Timing.ON_TIME, Timing.LATE
 
 
@@ -135,6 +142,9 @@ class PaneWalker(Walker):
         self.cleanups: list[tuple[int, int]] = []         # (cleanup time, start)
         self.live = 0             # buffered elements + open windows of the key
         self.b_open = -1
+        self.batching = self.runner.spec.kind == "batch"
+        self.batch: list[tuple] = []      # queued firings of a batch function
+        self.batch_rows = 0
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
@@ -195,6 +205,9 @@ class PaneWalker(Walker):
     def _fire(self, window: _Window, timing: Timing, is_final: bool) -> None:
         start, index = window.start, window.index
         bounds = TimeWindow(start, start + self.size)
+        if self.batching:
+            self._defer(window, bounds, timing, is_final)
+            return
         context = Context(self.scope, bounds, window, pane_info(index, timing, is_final)) \
             if self.uses_context else None
         results = self.runner.results(self.scope.key_arg, bounds, context,
@@ -207,6 +220,60 @@ class PaneWalker(Walker):
         if self.discarding:
             self.live -= len(window.buffer)
             window.buffer = []
+
+    # --- batch functions: many panes per call (core/batch.py) -------------------------------
+    def _defer(self, window: _Window, bounds: TimeWindow, timing: Timing, is_final: bool
+               ) -> None:
+        """Queue a firing of a ``BatchWindowFunction`` with what its rows need later."""
+        buffer = window.buffer
+        if buffer:
+            position, clock = self.walk, self.clock
+            self.batch.append((bounds, window.index, timing._value_, is_final,
+                               buffer if self.discarding else list(buffer),
+                               clock.watermark, clock.processing_time,
+                               (position.b, position.phase, position.sub),
+                               self.out_key, self.key_row, self.scope.key_arg))
+            self.batch_rows += len(buffer)
+        window.index += 1
+        if self.discarding:
+            self.live -= len(buffer)
+            window.buffer = []
+        if self.batch_rows >= BATCH_ROWS:
+            self._run_batch()
+
+    def _run_batch(self) -> None:
+        """Call ``process_panes`` once for the queued firings and emit their rows in firing
+        order."""
+        panes, self.batch, self.batch_rows = self.batch, [], 0
+        if not panes:
+            return
+        fn = self.runner.spec.fn
+        fields = [self.naive_schema.field(c) for c in self.config.user_columns]
+        table = panes_table(panes_columns([p[:5] for p in panes],
+                                          self.config.user_columns), fields)
+        try:
+            output = fn.process_panes(table)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            first = panes[0]
+            raise ExecutionError(
+                f"{function_name(fn)}.process_panes failed for a batch of {len(panes)} panes "
+                f"(the first: key {first[10]!r}, window {first[0]}): "
+                f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
+        row_type = self.runner.result_type
+        what = f"a result row of {function_name(fn)}"
+        position, clock = self.walk, self.clock
+        for pane, rows in zip(panes, rows_by_pane(output, len(panes), "process_panes()")):
+            bounds, index, timing, is_final = pane[:4]
+            clock.watermark, clock.processing_time = pane[5], pane[6]
+            position.b, position.phase, position.sub = pane[7]
+            self.out_key = pane[8]
+            for row in rows:
+                if row_type is not None:
+                    row = conform(row_type, row, what, pane[10], bounds)
+                self.emit_firing(firing_row(self.logic, pane[9], bounds, index, timing, row,
+                                            is_final, False))
 
     def _element(self, window: _Window, b: int, sub: int) -> None:
         """The counters of ``window`` after one of its elements arrived in bundle ``b``."""
@@ -268,6 +335,7 @@ class PaneWalker(Walker):
             if len(self.rows) >= FLUSH_ROWS:
                 yield self.flush()
         self._finish_key()
+        self._run_batch()
         yield self.flush()
 
     def _limit(self) -> None:

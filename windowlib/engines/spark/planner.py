@@ -142,15 +142,16 @@ def _pipeline_reasons(pipeline: Pipeline) -> list[str]:
 def pane_reasons(pipeline: Pipeline) -> list[str]:
     """Why ``pipeline`` cannot take the pane path (``panes.py``: the native path's firings,
     the window function in Python once per firing); empty when it can. The pane path runs
-    ``process``/``apply`` functions (which see every element of a pane anyway) without an
-    evictor, retractions or a ``clear`` hook, over the windows and triggers the native path
-    compiles; one-shot runs only (incremental runs keep the general path's state)."""
+    ``process``/``apply``/``process_panes`` functions (which see every element of a pane
+    anyway) without an evictor, retractions or a ``clear`` hook, over the windows and
+    triggers the native path compiles; one-shot runs only (incremental runs keep the general
+    path's state)."""
     reasons: list[str] = []
     spec = pipeline.function
-    if spec is None or spec.kind not in ("process", "apply"):
+    if spec is None or spec.kind not in ("process", "apply", "batch"):
         kind = "no function" if spec is None else spec.kind
-        reasons.append(f"the pane path runs process/apply functions ({kind}: aggregated per "
-                       "element)")
+        reasons.append(f"the pane path runs process/apply/process_panes functions ({kind}: "
+                       "aggregated per element)")
     elif spec.kind == "process" and getattr(spec.fn, "clear", None) is not None \
             and getattr(type(spec.fn), "clear", None) is not ProcessWindowFunction.clear:
         reasons.append("the process function has a clear() hook (called at window cleanup)")

@@ -1,0 +1,36 @@
+"""The Arrow table a ``BatchWindowFunction`` gets (``core/batch.py`` builds the columns in
+plain Python; this module, outside the core, turns them into a ``pyarrow.Table``).
+
+Pane columns have fixed types (``pane_id``/``window_start``/``window_end``/``pane_index``
+int64, ``timing`` string, ``is_final`` bool); element columns take the input's Arrow types
+when the engine knows them (the pane path), else Arrow infers them from the values — a column
+whose values Arrow cannot type is ``FUNCTION_FAILED`` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from windowlib.core.batch import META_COLUMNS
+from windowlib.core.errors import ExecutionError
+
+__all__ = ["panes_table"]
+
+
+def panes_table(columns: dict[str, list], element_fields: Sequence[Any] | None) -> Any:
+    """``columns`` (``core.batch.panes_columns``) as a ``pyarrow.Table``; ``element_fields``
+    (``pyarrow.Field``s) type the element columns they name."""
+    import pyarrow as pa
+
+    fixed = dict(zip(META_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(),
+                                    pa.string(), pa.bool_())))
+    given = {f.name: f.type for f in element_fields or ()}
+    arrays = {}
+    for name, values in columns.items():
+        try:
+            arrays[name] = pa.array(values, type=fixed.get(name, given.get(name)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
+            raise ExecutionError(f"the elements' column {name!r} cannot be an Arrow column "
+                                 f"for process_panes ({exc})", code="FUNCTION_FAILED") from None
+    return pa.table(arrays)
