@@ -40,7 +40,7 @@ for _module in (strategies, sys.modules[__name__]):
         cloudpickle.register_pickle_by_value(_module)
 
 EXAMPLES = int(os.environ.get("WINDOWLIB_SPARK_EXAMPLES")
-               or (60 if os.environ.get("CI") else 15))
+               or (30 if os.environ.get("CI") else 15))
 
 
 @settings(max_examples=EXAMPLES, deadline=None,
