@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.batch import PANE_ID, panes_columns
+from windowlib.core.batch import panes_columns
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.evictors import TimestampedValue
 from windowlib.core.functions import Context, function_name
@@ -47,22 +47,20 @@ from windowlib.core.lateness import cleanup_time
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner
-from windowlib.core.time import MIN_TS, finite_ms
+from windowlib.core.time import MIN_TS
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.batch_tables import panes_table
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
     ABSENT,
     FLUSH_ROWS,
-    KIND,
-    PHASE,
     PHASE_ELEMENTS,
     PHASE_FINISH,
     PHASE_TIMERS_WM,
     SUB,
     B,
-    N,
 )
+from windowlib.engines.spark.pane_batches import batch_firings
 from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
@@ -265,72 +263,7 @@ class PaneWalker(Walker):
                 f"{function_name(fn)}.process_panes failed for a batch of {len(panes)} panes "
                 f"(the first: key {first[10]!r}, window {first[0]}): "
                 f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
-        self.ready.append(self._batch_rows(panes, output))
-
-    def _batch_rows(self, panes: list[tuple], output: Any) -> Any:
-        """The tagged firing rows of ``process_panes``' ``output`` for the queued ``panes``,
-        built with Arrow (each row takes its pane's key, window, pane and clock columns; the
-        result columns are cast to their declared types), in pane order."""
-        pa = self.pa
-        import pyarrow.compute as pc
-
-        fn_name = function_name(self.runner.spec.fn)
-        table = _output_table(output, fn_name)
-        if PANE_ID not in table.column_names:
-            raise ExecutionError(f"{fn_name}.process_panes returned rows without a {PANE_ID!r} "
-                                 "column: every row names the pane it belongs to",
-                                 code="FUNCTION_FAILED")
-        undeclared = [c for c in table.column_names
-                      if c != PANE_ID and c not in self.result_names]
-        if undeclared:
-            raise ExecutionError(f"a result row of {fn_name}: {undeclared[0]!r} is not declared "
-                                 f"(declared: {', '.join(self.result_names)})",
-                                 code="RESULT_SCHEMA_MISMATCH")
-        ids = table.column(PANE_ID)
-        try:
-            ids = ids.cast(pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise ExecutionError(f"{fn_name}.process_panes returned {PANE_ID!r} values that are "
-                                 f"not pane numbers ({exc})", code="FUNCTION_FAILED") from None
-        n = len(panes)
-        if len(ids) and (ids.null_count or pc.min(ids).as_py() < 0
-                         or pc.max(ids).as_py() >= n):
-            raise ExecutionError(f"{fn_name}.process_panes returned a row whose {PANE_ID!r} "
-                                 f"names no pane of the table (0..{n - 1})",
-                                 code="FUNCTION_FAILED")
-        order = pc.sort_indices(ids)     # stable: a pane's rows keep their order
-        table, ids = table.take(order), ids.take(order).combine_chunks()
-        m = len(table)
-        meta: dict[str, list] = {
-            B: [p[7][0] for p in panes], PHASE: [p[7][1] for p in panes],
-            SUB: [p[7][2] for p in panes],
-            "window_start": [p[0].start for p in panes], "window_end": [p[0].end for p in panes],
-            "pane_index": [p[1] for p in panes], "timing": [p[2] for p in panes],
-            "is_final": [p[3] for p in panes],
-            "watermark": [finite_ms(p[5]) for p in panes],
-            "processing_time": [finite_ms(p[6]) for p in panes]}
-        for j, column in enumerate(self.key_columns):
-            meta[column] = [p[8][j] for p in panes]
-        arrays = []
-        for field in self.arrow_schema:
-            name = field.name
-            if name == KIND:
-                arrays.append(pa.array(["firing"] * m, type=field.type))
-            elif name == N:
-                arrays.append(pa.array(range(self.n + 1, self.n + m + 1), type=field.type))
-            elif name in meta:
-                arrays.append(pa.array(meta[name], type=field.type).take(ids))
-            elif name in self.result_names and name in table.column_names:
-                try:
-                    arrays.append(table.column(name).cast(field.type).combine_chunks())
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise ExecutionError(
-                        f"a result row of {fn_name}: field {name!r} expects "
-                        f"{field.type}: {exc}", code="RESULT_SCHEMA_MISMATCH") from None
-            else:
-                arrays.append(pa.nulls(m, type=field.type))
-        self.n += m
-        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        self.ready.append(batch_firings(self, panes, output))
 
     def _element(self, window: _Window, b: int, sub: int) -> None:
         """The counters of ``window`` after one of its elements arrived in bundle ``b``."""
@@ -406,22 +339,3 @@ class PaneWalker(Walker):
             "max_key_state, pre-aggregate (aggregate/reduce instead of process/apply), or add "
             "a trigger that purges", code="KEY_STATE_LIMIT")
 
-
-def _output_table(output: Any, fn_name: str) -> Any:
-    """What ``process_panes`` returned, as a ``pyarrow.Table``."""
-    import pyarrow as pa
-
-    if output is None:
-        return pa.table({PANE_ID: pa.array([], type=pa.int64())})
-    if isinstance(output, pa.Table):
-        return output
-    if isinstance(output, pa.RecordBatch):
-        return pa.Table.from_batches([output])
-    if hasattr(output, "to_dict") and hasattr(output, "columns"):     # pandas
-        return pa.Table.from_pandas(output, preserve_index=False)
-    rows = list(output)
-    if not all(isinstance(r, dict) for r in rows):
-        raise ExecutionError(f"{fn_name}.process_panes must return rows (dicts, a pyarrow "
-                             "Table or a pandas DataFrame)", code="FUNCTION_FAILED")
-    return pa.Table.from_pylist(rows) if rows else \
-        pa.table({PANE_ID: pa.array([], type=pa.int64())})
