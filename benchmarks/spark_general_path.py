@@ -86,18 +86,16 @@ def pipelines() -> dict:
                    .allowed_lateness(wl.Time.hours(1))
                    .aggregate(wl.aggregates.sum("value").alias("total"),
                               wl.aggregates.count()))
-    python = (wl.Pipeline("bench_py", timestamp="ts").key_by("key")
-              .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
-              .trigger(wl.EventTimeTrigger.after_end_of_window()
-                       .with_early_trigger(wl.CountTrigger.at_least(5)))
-              .allowed_lateness(wl.Time.hours(1))
-              .process(Summary()))
-    batch = (wl.Pipeline("bench_batch", timestamp="ts").key_by("key")
-             .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
-             .trigger(wl.EventTimeTrigger.after_end_of_window()
-                      .with_early_trigger(wl.CountTrigger.at_least(5)))
-             .allowed_lateness(wl.Time.hours(1))
-             .process_panes(SummaryBatch()))
+
+    def early_counts(name: str) -> wl.Pipeline:
+        return (wl.Pipeline(name, timestamp="ts").key_by("key")
+                .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
+                .trigger(wl.EventTimeTrigger.after_end_of_window()
+                         .with_early_trigger(wl.CountTrigger.at_least(5)))
+                .allowed_lateness(wl.Time.hours(1)))
+
+    python = early_counts("bench_py").process(Summary())
+    batch = early_counts("bench_batch").process_panes(SummaryBatch())
     return {"declarative": declarative, "python": python, "python_batch": batch}
 
 

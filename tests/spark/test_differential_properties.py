@@ -1,5 +1,7 @@
-"""Differential properties: the Spark general path equals the reference engine on random
-pipelines and random bundles (issue 3, "Proof of equality").
+"""Differential properties: the Spark engine equals the reference engine on random pipelines
+and random bundles (issue 3, "Proof of equality"). Each pipeline takes the path the planner
+chooses — mostly the general path; the native and pane paths where they apply (the pane path
+has its own property in ``test_pane_path.py``).
 
 One generated example = one random pipeline (``strategies.pipelines(wide=True)``: tumbling,
 sliding and session windows in event and processing time, global and count windows; classic

@@ -61,7 +61,7 @@ from windowlib.engines.spark.columns import (
     B,
 )
 from windowlib.engines.spark.pane_batches import batch_firings
-from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns
+from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns, key_state_limit
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
 BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)
@@ -320,7 +320,7 @@ class PaneWalker(Walker):
                 window.buffer.append(TimestampedValue(row, ts_col[i]))
                 self.live += 1
                 if self.live > limit:
-                    self._limit()
+                    raise key_state_limit(self.key, self.live, limit)
                 self._element(window, b, subs[i])
                 if self.ready:
                     yield from self.ready
@@ -331,11 +331,3 @@ class PaneWalker(Walker):
         self._run_batch()
         yield from self.ready
         yield self.flush()
-
-    def _limit(self) -> None:
-        raise ExecutionError(
-            f"key {self.key!r} holds {self.live} live state entries (buffered elements + open "
-            f"windows), above the limit max_key_state={self.config.max_key_state}; raise "
-            "max_key_state, pre-aggregate (aggregate/reduce instead of process/apply), or add "
-            "a trigger that purges", code="KEY_STATE_LIMIT")
-

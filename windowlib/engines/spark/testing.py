@@ -195,18 +195,19 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
             run = run_panes(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
                             order_by=[SEQ], overrides=overrides, json_columns=json_columns,
                             seq_column=SEQ, persist=False, partitions=1, **kwargs)
-            element_frames = _element_frames(run)
+            late_rejects = _element_frames(run).toArrow()
+            element_rows = late_rejects.cast(_naive_schema(late_rejects.schema)).to_pylist()
         else:
             run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
                               order_by=[SEQ], overrides=overrides, json_columns=json_columns,
                               seq_column=SEQ, persist=False, single_partition=True, **kwargs)
-            element_frames = None
+            element_rows = None
         out = run.tagged.toArrow()
     except Exception as exc:
         reraise(exc)
     firings, side = _firings_and_sides(run, out, logic.key_columns, value)
-    if element_frames is not None:
-        late, rejects = _late_and_rejects(element_frames, elements, mismatched, value)
+    if element_rows is not None:
+        late, rejects = _late_and_rejects(element_rows, elements, mismatched, value)
         return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
     tagged = out.cast(_naive_schema(out.schema)).to_pylist()
 
@@ -278,11 +279,10 @@ def _element_frames(run: Any) -> Any:
                             allowMissingColumns=True)
 
 
-def _late_and_rejects(frame: Any, elements: list, mismatched: list,
+def _late_and_rejects(rows: list[dict], elements: list, mismatched: list,
                       value: Callable[[str, Any], Any]) -> tuple[list, list]:
-    """Late and rejected elements of ``_element_frames`` (collected), as they were given."""
-    rows = frame.toArrow()
-    rows = rows.cast(_naive_schema(rows.schema)).to_pylist()
+    """Late and rejected elements among the collected rows of ``_element_frames``, as they
+    were given."""
 
     def element(r: dict) -> dict:
         return {c: value(c, r[_EL + c]) for c in elements[r[B]][r[SUB]]}
@@ -335,21 +335,12 @@ def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
         from pyspark.sql import functions as F
 
         # one Spark job for the three outputs (tiny, test-only): tagged by kind
-        def elements_of(frame: Any) -> Any:   # element columns renamed: no type clashes
-            return frame.select(*[F.col(f"`{c}`").alias(_EL + c) if c in run.element_columns
-                                  else F.col(f"`{c}`") for c in frame.columns])
-
-        frames = [frame.withColumn(KIND, F.lit(kind)) for kind, frame in
-                  (("firing", run.firings), ("late", elements_of(run.late)),
-                   ("reject", elements_of(run.rejects)))]
-        out = frames[0].unionByName(frames[1], allowMissingColumns=True).unionByName(
-            frames[2], allowMissingColumns=True).toArrow()
+        out = run.firings.withColumn(KIND, F.lit("firing")).unionByName(
+            _element_frames(run), allowMissingColumns=True).toArrow()
     except Exception as exc:
         reraise(exc)
     tagged = out.cast(_naive_schema(out.schema)).to_pylist()
     fired = [r for r in tagged if r[KIND] == "firing"]
-    late_rows = [r for r in tagged if r[KIND] == "late"]
-    reject_rows = [r for r in tagged if r[KIND] == "reject"]
     keys = run.key_columns
     fired.sort(key=lambda r: (r[B], r[PHASE], r[SUB], repr(tuple(r[c] for c in keys)),
                               r[ORDER_N], r[RORDER]))
@@ -364,14 +355,7 @@ def _run_native(pipeline: Pipeline, df: Any, overrides: dict, finalize: bool,
         if run.retracting:
             f["retract"] = r["retract"]
         firings.append(f)
-
-    def element(r: dict) -> dict:
-        return {c: value(c, r[_EL + c]) for c in elements[r[B]][r[SUB]]}
-
-    late = [{**element(r), "reason": r["reason"]}
-            for r in sorted(late_rows, key=lambda r: (r[B], r[SUB]))]
-    rejected = [(r[B], r[SUB], {**element(r), "reason": r["reason"]}) for r in reject_rows]
-    rejects = [rec for _, _, rec in sorted(rejected + mismatched, key=lambda x: x[:2])]
+    late, rejects = _late_and_rejects(tagged, elements, mismatched, value)
     return firings, late, rejects
 
 

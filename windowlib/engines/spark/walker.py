@@ -311,13 +311,8 @@ class Walker:
         if driver is None:
             return
         size = self.state_size(driver)
-        limit = self.config.max_key_state
-        if size > limit:
-            raise ExecutionError(
-                f"key {self.key!r} holds {size} live state entries (buffered elements + open "
-                f"windows), above the limit max_key_state={limit}; raise max_key_state, "
-                "pre-aggregate (aggregate/reduce instead of process/apply), or add a trigger "
-                "that purges", code="KEY_STATE_LIMIT")
+        if size > self.config.max_key_state:
+            raise key_state_limit(self.key, size, self.config.max_key_state)
 
     # --- the partition loop ----------------------------------------------------------------
     def run(self, batches: Iterator[Any]) -> Iterator[Any]:
@@ -404,6 +399,15 @@ class Walker:
         self._bare_row("stats", self.no_keys, (None, None), None,
                        (None, None, None, self.processed))
         yield self.flush()
+
+
+def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
+    """``KEY_STATE_LIMIT`` for a key holding ``size`` live entries above ``limit``."""
+    return ExecutionError(
+        f"key {key!r} holds {size} live state entries (buffered elements + open windows), "
+        f"above the limit max_key_state={limit}; raise max_key_state, pre-aggregate "
+        "(aggregate/reduce instead of process/apply), or add a trigger that purges",
+        code="KEY_STATE_LIMIT")
 
 
 def _finite(t: int) -> int | None:
