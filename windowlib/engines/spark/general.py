@@ -98,13 +98,14 @@ from windowlib.engines.spark.result_types import (
     with_result_schema,
 )
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
-from windowlib.engines.spark.walker import WalkConfig, make_walker, naive_type
+from windowlib.engines.spark.walker import WalkConfig, make_walker
 
 # re-exported: the native path, the engine and the test harness import these from here
 __all__ = ["ABSENT", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "KIND", "PHASE", "PHASE_ELEMENTS",
            "PHASE_FINISH", "PHASE_TIMERS_WM", "REASON", "RESULT_JSON", "SUB", "B",
-           "GeneralRun", "N", "naive_type", "prepare_input", "result_fields", "run_general",
+           "GeneralRun", "N", "prepare_input", "result_fields", "run_general",
            "tagged_schema"]
+
 
 @dataclass
 class GeneralRun:

@@ -61,7 +61,8 @@ from windowlib.engines.spark.columns import (
     B,
 )
 from windowlib.engines.spark.pane_batches import batch_firings
-from windowlib.engines.spark.walker import WalkConfig, Walker, batch_columns, key_state_limit
+from windowlib.engines.spark.walk_values import batch_columns, key_state_limit
+from windowlib.engines.spark.walker import WalkConfig, Walker
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
 BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)

@@ -44,9 +44,9 @@ from windowlib.engines.spark.general import (
     SUB,
     B,
     N,
-    naive_type,
     run_general,
 )
+from windowlib.engines.spark.walk_values import naive_type
 
 SEQ = "__wl_seq"
 _EL = "__wl_el_"

@@ -10,16 +10,16 @@ do; otherwise it is copied through. Output rows are the tagged schema of ``gener
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence, Set
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.codec import decode, to_json
+from windowlib.core.codec import to_json
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import ExecutionError, StateError, rebuild_hint
 from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, non_finite, reject_reason
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.time import MIN_TS
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.columns import (
     ABSENT,
@@ -32,6 +32,12 @@ from windowlib.engines.spark.columns import (
     STATE,
 )
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION
+from windowlib.engines.spark.walk_values import (
+    batch_columns,
+    finite_clock,
+    key_state_limit,
+    naive_type,
+)
 
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain data already
 
@@ -64,33 +70,6 @@ def make_walker(config: WalkConfig) -> Any:
         yield from Walker(config).run(batches)
 
     return walk
-
-
-def naive_type(t: Any) -> Any:
-    """The same Arrow type with time zones dropped (UTC wall time), recursively."""
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(t) and t.tz is not None:
-        return pa.timestamp(t.unit)
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, naive_type(f.type), f.nullable) for f in t])
-    if pa.types.is_list(t):
-        return pa.list_(pa.field(t.value_field.name, naive_type(t.value_type)))
-    if pa.types.is_large_list(t):
-        return pa.large_list(pa.field(t.value_field.name, naive_type(t.value_type)))
-    return t
-
-
-def batch_columns(batch: Any, user_columns: Sequence[str], json_columns: Set[str]
-                  ) -> tuple[list[list], list[list]]:
-    """The user columns of an Arrow batch as Python lists: ``(values, as read)``, the same
-    lists unless the test harness carries columns as ``codec`` JSON (decoded in ``values``)."""
-    raw_cols = [batch.column(c).to_pylist() for c in user_columns]
-    if not json_columns:
-        return raw_cols, raw_cols
-    cols = [[None if v is None else decode(json.loads(v)) for v in col]
-            if c in json_columns else col for c, col in zip(user_columns, raw_cols)]
-    return cols, raw_cols
 
 
 class _WalkSink(Sink):
@@ -178,7 +157,7 @@ class Walker:
                 row["is_final"])
         if self.retracting:
             meta = (*meta, row.get("retract", False))
-        times = (_finite(clock.watermark), _finite(clock.processing_time))
+        times = (finite_clock(clock.watermark), finite_clock(clock.processing_time))
         if self.result_mode == "json":
             payload = {k: v for k, v in row.items() if k not in self.skip_in_json}
             results: tuple = (to_json(payload),)
@@ -191,7 +170,7 @@ class Walker:
         head = self._meta(kind)
         tail = (None,) * (5 + (1 if self.retracting else 0))
         p = self.times.processing_times[self.walk.b]
-        self.rows.append((*head, *self.no_keys, *tail, watermark, _finite(p),
+        self.rows.append((*head, *self.no_keys, *tail, watermark, finite_clock(p),
                           *((None,) * self.n_results), element, reason, *self.tail_none))
 
     def _bare_row(self, kind: str, keys: tuple, times: tuple, reason: str | None,
@@ -206,7 +185,7 @@ class Walker:
         """A ``context.output`` value: typed tags in SIDE_TYPED (conformed by the core), the
         others as JSON text."""
         clock = self.clock
-        times = (_finite(clock.watermark), _finite(clock.processing_time))
+        times = (finite_clock(clock.watermark), finite_clock(clock.processing_time))
         if tag in self.typed_tags:
             tail: tuple = (None, None, None, None, None, {tag: value})
         else:
@@ -387,7 +366,7 @@ class Walker:
                 if walk.process(row, ts):
                     self.processed += 1
                 else:
-                    self.emit_element("late", raw, "too_late", _finite(watermark))
+                    self.emit_element("late", raw, "too_late", finite_clock(watermark))
                 self.since_check += 1
                 if self.since_check >= check_every:
                     self.since_check = 0
@@ -399,17 +378,3 @@ class Walker:
         self._bare_row("stats", self.no_keys, (None, None), None,
                        (None, None, None, self.processed))
         yield self.flush()
-
-
-def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
-    """``KEY_STATE_LIMIT`` for a key holding ``size`` live entries above ``limit``."""
-    return ExecutionError(
-        f"key {key!r} holds {size} live state entries (buffered elements + open windows), "
-        f"above the limit max_key_state={limit}; raise max_key_state, pre-aggregate "
-        "(aggregate/reduce instead of process/apply), or add a trigger that purges",
-        code="KEY_STATE_LIMIT")
-
-
-def _finite(t: int) -> int | None:
-    """Clock values for output columns: the -inf/+inf sentinels become null."""
-    return None if t in (MIN_TS, MAX_TS) else t

@@ -1,0 +1,56 @@
+"""Values the Spark walkers (``walker.py``, ``pane_walker.py``) read and write: input batches as
+UTC wall time and Python lists, clock values for output columns, and the one
+``KEY_STATE_LIMIT`` error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence, Set
+from typing import Any
+
+from windowlib.core.codec import decode
+from windowlib.core.errors import ExecutionError
+from windowlib.core.time import MAX_TS, MIN_TS
+
+__all__ = ["batch_columns", "finite_clock", "key_state_limit", "naive_type"]
+
+
+def naive_type(t: Any) -> Any:
+    """The same Arrow type with time zones dropped (UTC wall time), recursively."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return pa.timestamp(t.unit)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, naive_type(f.type), f.nullable) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, naive_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(pa.field(t.value_field.name, naive_type(t.value_type)))
+    return t
+
+
+def batch_columns(batch: Any, user_columns: Sequence[str], json_columns: Set[str]
+                  ) -> tuple[list[list], list[list]]:
+    """The user columns of an Arrow batch as Python lists: ``(values, as read)``, the same
+    lists unless the test harness carries columns as ``codec`` JSON (decoded in ``values``)."""
+    raw_cols = [batch.column(c).to_pylist() for c in user_columns]
+    if not json_columns:
+        return raw_cols, raw_cols
+    cols = [[None if v is None else decode(json.loads(v)) for v in col]
+            if c in json_columns else col for c, col in zip(user_columns, raw_cols)]
+    return cols, raw_cols
+
+
+def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
+    """``KEY_STATE_LIMIT`` for a key holding ``size`` live entries above ``limit``."""
+    return ExecutionError(
+        f"key {key!r} holds {size} live state entries (buffered elements + open windows), "
+        f"above the limit max_key_state={limit}; raise max_key_state, pre-aggregate "
+        "(aggregate/reduce instead of process/apply), or add a trigger that purges",
+        code="KEY_STATE_LIMIT")
+
+
+def finite_clock(t: int) -> int | None:
+    """Clock values for output columns: the -inf/+inf sentinels become null."""
+    return None if t in (MIN_TS, MAX_TS) else t
