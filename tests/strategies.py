@@ -344,7 +344,8 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     sliding windows, the default trigger or ``after_end_of_window()`` with count early/late
     triggers, accumulating or discarding, any lateness, and a ``process`` function reading the
     pane context with per-key and per-window state (``PaneFn``), an ``apply`` function, or a
-    ``BatchWindowFunction`` (``PaneStats``)."""
+    ``BatchWindowFunction`` (``PaneStats``); behind a count, time or delta evictor (before or
+    after the function) also a declarative aggregate, ``reduce`` or ``aggregate``."""
     size = draw(st.integers(5, 40))
     if draw(st.booleans()):
         assigner: wl.WindowAssigner = wl.TumblingEventTimeWindows.of(
@@ -356,10 +357,17 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     base = wl.Pipeline("panes", timestamp="ts")
     p = base.key_by("key").window(assigner) if draw(st.integers(0, 5)) > 0 \
         else base.window_all(assigner)
+    after = draw(st.booleans())
+    evictor = draw(st.sampled_from([
+        None, None, None, wl.CountEvictor.of(draw(st.integers(1, 3)), after),
+        wl.TimeEvictor.of(draw(st.integers(0, 15)), after),
+        wl.DeltaEvictor.of(draw(st.integers(3, 10)), value_delta, after)]))
     trigger: wl.Trigger | None = None
     kind = draw(st.sampled_from(["default", "end", "early", "late", "both"]))
     if kind != "default":
-        trigger = wl.EventTimeTrigger.after_end_of_window(fire_empty_on_time=draw(st.booleans()))
+        # an evictor can empty a pane before ON_TIME: fire_empty_on_time then stays general
+        trigger = wl.EventTimeTrigger.after_end_of_window(
+            fire_empty_on_time=evictor is None and draw(st.booleans()))
         counts = [wl.CountTrigger.at_least(draw(st.integers(1, 4))),
                   wl.CountTrigger.of(draw(st.integers(1, 4)))]
         if kind in ("early", "both"):
@@ -374,10 +382,25 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         p = p.accumulation(mode)
     if trigger is not None:
         p = p.trigger(trigger)
+    if evictor is not None:
+        p = p.evictor(evictor)
     p = p.allowed_lateness(draw(st.sampled_from([0, 0, 7, 30, 60])))
-    function = draw(st.sampled_from(["process", "process", "apply", "batch"]))
+    functions = ["process", "process", "apply", "batch"]
+    if evictor is not None:
+        functions += ["declarative", "reduce", "aggregate", "aggregate_process"]
+    function = draw(st.sampled_from(functions))
     if function == "apply":
         return p.apply(window_rows)
     if function == "batch":
         return p.process_panes(PaneStats())
+    if function == "declarative":
+        aggs = draw(st.lists(st.sampled_from(DECLARATIVE), min_size=1, max_size=3,
+                             unique_by=lambda a: a.name))
+        return p.aggregate(*aggs)
+    if function == "reduce":
+        return p.reduce(add_values)
+    if function == "aggregate":
+        return p.aggregate(SpanAggregate())
+    if function == "aggregate_process":
+        return p.aggregate(SpanAggregate(), PaneFn())
     return p.process(PaneFn())

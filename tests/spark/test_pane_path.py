@@ -4,8 +4,8 @@ function once per firing.
 - Differential property: random pipelines the pane path takes (``strategies.pane_pipelines``:
   tumbling/sliding event time, default or count early/late triggers, accumulating or
   discarding, lateness, a ``process`` function with per-key and per-window state or an
-  ``apply`` function) over random bundles give exactly the reference engine's firings (per
-  key, in order), late records and rejects.
+  ``apply`` function; behind an evictor also aggregates) over random bundles give exactly
+  the reference engine's firings (per key, in order), late records and rejects.
 - The planner takes the pane path for one-shot runs only; incremental runs stay on the
   general path (its state is the core's), and forcing the pane path on a pipeline it cannot
   run names the reasons.
@@ -88,6 +88,54 @@ def test_the_planner_takes_the_pane_path_for_one_shot_runs_only(spark):
         choose_path(session, "panes", df.schema)
     assert err.value.code == "PANES_UNSUPPORTED"
     assert "session windows" in str(err.value)
+
+
+class Seen(wl.ProcessWindowFunction):
+    result_schema = "n long, total long"
+
+    def process(self, key, context, elements):
+        yield {"n": len(elements), "total": sum(e["value"] for e in elements)}
+
+
+def test_the_pane_path_takes_any_function_behind_an_evictor(spark):
+    """An evictor buffers the pane whatever the function, so declarative aggregates behind one
+    run on the pane path (not the native path); an evictor with ``fire_empty_on_time`` (an ON_TIME
+    pane it emptied) stays on the general path."""
+    df = _frame(spark, [("a", 1, 1, 0)])
+    window = (wl.Pipeline("e", timestamp="ts").key_by("key")
+              .window(wl.TumblingEventTimeWindows.of(10)))
+    evicted = window.evictor(wl.CountEvictor.of(2)).aggregate(wl.aggregates.sum("value"))
+    assert pane_reasons(evicted) == []
+    assert choose_path(evicted, "auto", df.schema).path == "panes"
+    assert choose_path(window.aggregate(wl.aggregates.sum("value")), "auto",
+                       df.schema).path == "native"
+    empty = (window.trigger(wl.EventTimeTrigger.after_end_of_window(fire_empty_on_time=True))
+             .evictor(wl.CountEvictor.of(2)).process(Boom()))
+    assert any("fire_empty_on_time" in r for r in pane_reasons(empty))
+    assert choose_path(empty, "auto", df.schema).path == "general"
+
+
+def test_an_evictor_on_the_pane_path_evicts_like_the_general_path(spark):
+    """CountEvictor.of(2) after the function with early count firings: each firing sees the
+    pane the evictor left after the previous one, plus what arrived since."""
+    rows = [("a", t, t, 0) for t in (1, 2, 3, 4, 5)] + [("b", 3, 9, 1)]
+    df = _frame(spark, rows)
+    p = (wl.Pipeline("e", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10))
+         .trigger(wl.EventTimeTrigger.after_end_of_window()
+                  .with_early_trigger(wl.CountTrigger.of(2)))
+         .evictor(wl.CountEvictor.of(2, do_evict_after=True))
+         .process(Seen()))
+    got = {}
+    for path in ("panes", "general"):
+        result = run_dataframe(p, df, "hour", finalize=True, path=path)
+        assert result.path == path
+        got[path] = sorted(tuple(r) for r in result.firings.select(
+            "key", "pane_index", "timing", "n", "total").collect())
+        result.unpersist()
+    assert got["panes"] == got["general"]
+    # "a": EARLY sees 1, 2 (kept); EARLY sees 1..4, keeps 3, 4; ON_TIME sees 3, 4, 5
+    assert [r[3:] for r in got["panes"] if r[0] == "a"] == [(2, 3), (4, 10), (3, 12)]
 
 
 def test_the_pane_path_counts_and_fires_like_the_general_path(spark):

@@ -64,9 +64,12 @@ def _force_path(monkeypatch, path: str) -> None:
 def test_the_pane_path_runs_every_transcript_of_a_python_function_it_can_take():
     """The pane path's transcripts are chosen by ``pane_reasons``: every process/apply
     transcript over tumbling/sliding event-time windows with the default or count triggers,
-    and at least the ten there are today."""
-    assert len(PANE_CASES) >= 10
-    assert all(c.pipeline().function.kind in ("process", "apply", "batch") for c in PANE_CASES)
+    any function behind an evictor, and at least the nineteen there are today (six with an
+    evictor)."""
+    assert len(PANE_CASES) >= 19
+    assert sum(c.pipeline().window_evictor is not None for c in PANE_CASES) >= 6
+    assert all(c.pipeline().function.kind in ("process", "apply", "batch")
+               or c.pipeline().window_evictor is not None for c in PANE_CASES)
 
 
 def test_every_runnable_transcript_reaches_the_spark_engine():

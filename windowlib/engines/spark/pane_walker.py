@@ -17,7 +17,10 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   ``m``-th time (``m`` = the late count, 1 without a late trigger);
 - every firing takes the next pane index; discarding empties the pane after a firing; a window
   is dropped once the watermark passes its cleanup time (``max + lateness``): nothing can fire
-  it again.
+  it again;
+- an **evictor** runs around each firing's function call as the core's driver runs it (both
+  hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
+  discarding or the evictor emptied.
 
 So the trigger costs a few integer operations per element, and Python runs the user's function
 once per firing over the pane (``FunctionRunner.results`` with the core's ``Context``:
@@ -46,7 +49,7 @@ from windowlib.core.functions import Context, function_name
 from windowlib.core.lateness import cleanup_time
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info
-from windowlib.core.runner import FunctionRunner
+from windowlib.core.runner import FunctionRunner, function_failed
 from windowlib.core.time import MIN_TS
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.batch_tables import panes_table
@@ -136,7 +139,8 @@ class PaneWalker(Walker):
         self.P, self.W = self.times.processing_times, self.times.watermarks
         # buffered: the contents are the pane's elements, whatever the function's kind
         self.runner = FunctionRunner(self.logic.runner.spec, buffered=True)
-        self.uses_context = self.runner.uses_context
+        self.evictor = self.logic.evictor
+        self.uses_context = self.runner.uses_context or self.evictor is not None
         self.walk = _Position()   # type: ignore[assignment]
         self.scope: _KeyScope | None = None
         self.windows: dict[int, _Window] = {}
@@ -194,8 +198,8 @@ class PaneWalker(Walker):
                 self.live -= 1 + len(window.buffer)
 
     def _on_time(self, window: _Window | None, b: int, phase: int) -> None:
-        if window is None or not window.on_time or (
-                self.discarding and self.early_every and not window.on_time % self.early_every):
+        # due for any on-time element; a pane that discarding (or an evictor) emptied is none
+        if window is None or not window.on_time or not window.buffer:
             return
         position = self.walk
         position.b, position.phase, position.sub = b, phase, 0
@@ -208,13 +212,16 @@ class PaneWalker(Walker):
     def _fire(self, window: _Window, timing: Timing, is_final: bool) -> None:
         start, index = window.start, window.index
         bounds = TimeWindow(start, start + self.size)
-        if self.batching:
-            self._defer(window, bounds, timing, is_final)
-            return
         context = Context(self.scope, bounds, window, pane_info(index, timing, is_final)) \
             if self.uses_context else None
-        results = self.runner.results(self.scope.key_arg, bounds, context,
-                                      window.buffer or None)
+        if self.batching:
+            self._defer(window, bounds, context, timing, is_final)
+            return
+        if self.evictor is not None:
+            results = self._evicting(window, bounds, context, self.runner.results)
+        else:
+            results = self.runner.results(self.scope.key_arg, bounds, context,
+                                          window.buffer or None)
         value = timing._value_
         for result in results:
             self.emit_firing(firing_row(self.logic, self.key_row, bounds, index, value,
@@ -224,22 +231,45 @@ class PaneWalker(Walker):
             self.live -= len(window.buffer)
             window.buffer = []
 
+    def _evicting(self, window: _Window, bounds: TimeWindow, context: Context | None,
+                  call: Any) -> Any:
+        """``call`` over the pane between the evictor's two hooks (FLIP-4, as the core's
+        driver runs them: both always run, the built-in evictors act in one); the pane keeps
+        what the evictor left."""
+        evictor, key_arg = self.evictor, self.scope.key_arg
+        elements = list(window.buffer)
+        try:
+            evictor.evict_before(elements, len(elements), bounds, context)
+            results = call(key_arg, bounds, context, elements)
+            evictor.evict_after(elements, len(elements), bounds, context)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise function_failed(evictor, key_arg, bounds, exc) from exc
+        self.live -= len(window.buffer) - len(elements)
+        window.buffer = elements
+        return results
+
     # --- batch functions: many panes per call (core/batch.py) -------------------------------
-    def _defer(self, window: _Window, bounds: TimeWindow, timing: Timing, is_final: bool
-               ) -> None:
-        """Queue a firing of a ``BatchWindowFunction`` with what its rows need later."""
-        buffer = window.buffer
+    def _defer(self, window: _Window, bounds: TimeWindow, context: Context | None,
+               timing: Timing, is_final: bool) -> None:
+        """Queue a firing of a ``BatchWindowFunction`` with what its rows need later (behind
+        an evictor: the pane as its ``evict_before`` left it)."""
+        if self.evictor is not None:
+            buffer = self._evicting(window, bounds, context,
+                                    lambda _k, _w, _c, elements: list(elements))
+        else:
+            buffer = window.buffer if self.discarding else list(window.buffer)
         if buffer:
             position, clock = self.walk, self.clock
-            self.batch.append((bounds, window.index, timing._value_, is_final,
-                               buffer if self.discarding else list(buffer),
+            self.batch.append((bounds, window.index, timing._value_, is_final, buffer,
                                clock.watermark, clock.processing_time,
                                (position.b, position.phase, position.sub),
                                self.out_key, self.key_row, self.scope.key_arg))
             self.batch_rows += len(buffer)
         window.index += 1
         if self.discarding:
-            self.live -= len(buffer)
+            self.live -= len(window.buffer)
             window.buffer = []
         if self.batch_rows >= BATCH_ROWS:
             self._run_batch()

@@ -1,9 +1,10 @@
 """The pane path: Python once per firing, not per element (one-shot runs).
 
-For a ``process``/``apply`` window function over the windows and triggers the native path
-compiles (``planner.pane_reasons``: tumbling or sliding event-time windows, the default trigger
-or ``after_end_of_window()`` with count early/late triggers, accumulating or discarding), Spark
-SQL does everything but the firings and the function::
+For a ``process``/``apply`` window function (or any function behind an evictor) over the
+windows and triggers the native path compiles (``planner.pane_reasons``: tumbling or sliding
+event-time windows, the default trigger or ``after_end_of_window()`` with count early/late
+triggers, accumulating or discarding), Spark SQL does everything but the firings, the evictor
+and the function::
 
     input ─► prepare_native (the bundle plan, rejects, late elements, and the kept (element,
              window) rows: windows assigned and lateness applied in SQL)

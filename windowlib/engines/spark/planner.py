@@ -3,9 +3,10 @@
 ``plan_path`` accepts a pipeline for the native path (``native.py``) only when every part of it
 is inside what the native compiler implements and has been shown equal to the reference engine;
 for everything else it names each reason, and the general path (the semantic core per key,
-``general.py``) runs it — or, for one-shot runs of ``process``/``apply`` functions whose windows
-and trigger the native path compiles, the pane path (``panes.py``: the native firings, the
-function in Python once per firing; ``pane_reasons``). The native subset:
+``general.py``) runs it — or, for one-shot runs of ``process``/``apply`` functions (or any
+function behind an evictor) whose windows and trigger the native path compiles, the pane path
+(``panes.py``: the native firings, the function and the evictor in Python once per firing;
+``pane_reasons``). The native subset:
 
 - assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
   offset), keyed or ``window_all``;
@@ -143,27 +144,32 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     """Why ``pipeline`` cannot take the pane path (``panes.py``: the native path's firings,
     the window function in Python once per firing); empty when it can. The pane path runs
     ``process``/``apply``/``process_panes`` functions (which see every element of a pane
-    anyway) without an evictor, retractions or a ``clear`` hook, over the windows and
-    triggers the native path compiles; one-shot runs only (incremental runs keep the general
-    path's state)."""
+    anyway) — and, behind an evictor (FLIP-4: the pane is buffered whatever the function),
+    ``aggregate``/``reduce`` and declarative aggregates too — without retractions or a
+    ``clear`` hook, over the windows and triggers the native path compiles; one-shot runs only
+    (incremental runs keep the general path's state)."""
     reasons: list[str] = []
     spec = pipeline.function
-    if spec is None or spec.kind not in ("process", "apply", "batch"):
+    evictor = pipeline.window_evictor
+    if spec is None or (spec.kind not in ("process", "apply", "batch") and evictor is None):
         kind = "no function" if spec is None else spec.kind
-        reasons.append(f"the pane path runs process/apply/process_panes functions ({kind}: "
-                       "aggregated per element)")
+        reasons.append(f"the pane path runs process/apply/process_panes functions, or any "
+                       f"function behind an evictor ({kind}: aggregated per element)")
     elif spec.kind == "process" and getattr(spec.fn, "clear", None) is not None \
             and getattr(type(spec.fn), "clear", None) is not ProcessWindowFunction.clear:
         reasons.append("the process function has a clear() hook (called at window cleanup)")
     if pipeline.effective_accumulation == "accumulating_and_retracting":
         reasons.append("accumulating_and_retracting repeats earlier firings")
-    return reasons + _firing_reasons(pipeline)
+    if evictor is not None and getattr(pipeline.effective_trigger, "fire_empty_on_time", False):
+        reasons.append("fire_empty_on_time with an evictor (ON_TIME panes the evictor emptied)")
+    return reasons + _firing_reasons(pipeline, evictors=True)
 
 
-def _firing_reasons(pipeline: Pipeline) -> list[str]:
-    """Why the native firing builders cannot compute the pipeline's firings."""
+def _firing_reasons(pipeline: Pipeline, evictors: bool = False) -> list[str]:
+    """Why the native firing builders cannot compute the pipeline's firings (``evictors``: the
+    caller buffers panes and runs evictors itself)."""
     reasons: list[str] = []
-    if pipeline.window_evictor is not None:
+    if pipeline.window_evictor is not None and not evictors:
         reasons.append("an evictor buffers elements (FLIP-4)")
     assigner = pipeline.window_assigner
     if assigner is None:
