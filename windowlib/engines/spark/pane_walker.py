@@ -18,6 +18,11 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
 - every firing takes the next pane index; discarding empties the pane after a firing; a window
   is dropped once the watermark passes its cleanup time (``max + lateness``): nothing can fire
   it again;
+- a ``ContinuousEventTimeTrigger`` (interval ``every``): the first on-time element arms a
+  timer at the next multiple of ``every`` (at most ``max``); in step 3 of the bundle whose
+  watermark reaches it (never an earlier bundle than the one that armed it) it fires EARLY when
+  the pane has contents and re-arms ``every`` later; at the end of a finalized input it fires
+  once more without re-arming; ``max`` is the ON_TIME timer; late elements fire at once;
 - an **evictor** runs around each firing's function call as the core's driver runs it (both
   hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
   discarding or the evictor emptied.
@@ -85,6 +90,7 @@ class PaneWalkConfig:
     late_every: int
     discarding: bool
     watermark_before: list
+    continuous: int | None = None
 
 
 def make_pane_walker(config: PaneWalkConfig) -> Any:
@@ -109,13 +115,14 @@ class _KeyScope:
 class _Window:
     """One live window of the key: its pane, counters and ``window_state`` (``fn_state``)."""
 
-    __slots__ = ("buffer", "early", "fn_state", "index", "late", "on_time", "start")
+    __slots__ = ("buffer", "early", "fire_at", "fn_state", "index", "late", "on_time", "start")
 
     def __init__(self, start: int) -> None:
         self.start = start
         self.buffer: list[TimestampedValue] = []
         self.fn_state: dict = {}
         self.on_time = self.early = self.late = self.index = 0
+        self.fire_at: int | None = None     # a continuous trigger's next firing time
 
 
 class _Position:
@@ -144,7 +151,10 @@ class PaneWalker(Walker):
         self.walk = _Position()   # type: ignore[assignment]
         self.scope: _KeyScope | None = None
         self.windows: dict[int, _Window] = {}
-        self.pending: list[tuple[int, int, int]] = []     # (b*, max, start): ON_TIME timers
+        self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
+        # (b*, time, start): event-time timers — a window's end (ON_TIME) or a continuous
+        # firing — in the order the reference engine fires them
+        self.pending: list[tuple[int, int, int]] = []
         self.cleanups: list[tuple[int, int]] = []         # (cleanup time, start)
         self.live = 0             # buffered elements + open windows of the key
         self.b_open = -1
@@ -167,8 +177,8 @@ class PaneWalker(Walker):
         self._advance(self.n_bundles)
         if self.config.finalize:
             pending, self.pending = sorted(self.pending), []
-            for _, _, start in pending:
-                self._on_time(self.windows.get(start), self.n_bundles, PHASE_FINISH)
+            for _, time, start in pending:     # the watermark at +inf: no timer re-arms
+                self._timer(time, start, self.n_bundles, PHASE_FINISH)
         self.scope = None
 
     def _window(self, start: int) -> _Window:
@@ -187,8 +197,8 @@ class PaneWalker(Walker):
         self.b_open = b
         pending = self.pending
         while pending and pending[0][0] < b:
-            b_star, _, start = heapq.heappop(pending)
-            self._on_time(self.windows.get(start), b_star, PHASE_TIMERS_WM)
+            b_star, time, start = heapq.heappop(pending)
+            self._timer(time, start, b_star, PHASE_TIMERS_WM)
         if b == 0:
             return
         watermark, heap = self.W[min(b, self.n_bundles) - 1], self.cleanups
@@ -197,17 +207,41 @@ class PaneWalker(Walker):
             if window is not None:
                 self.live -= 1 + len(window.buffer)
 
-    def _on_time(self, window: _Window | None, b: int, phase: int) -> None:
-        # due for any on-time element; a pane that discarding (or an evictor) emptied is none
-        if window is None or not window.on_time or not window.buffer:
+    def _timer(self, time: int, start: int, b: int, phase: int) -> None:
+        """An event-time timer due in step 3 of bundle ``b`` (``n_bundles``: the end of a
+        finalized input): the window's end fires ON_TIME; a continuous trigger's time fires
+        EARLY and re-arms ``every`` later (at most at the end; not at the end of input)."""
+        window = self.windows.get(start)
+        if window is None:
             return
+        mx = start + self.size - 1
+        if time == mx:
+            if window.on_time:      # registered by any on-time element
+                self._on_time(window, b, phase)
+            return
+        if window.fire_at != time:
+            return
+        at = min(time + self.every, mx)
+        window.fire_at = at if b < self.n_bundles else None
+        if b < self.n_bundles and at < mx:
+            heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at, start))
+        if window.buffer:           # an empty pane (discarding, an evictor) is none
+            self._clock_at(b, phase)
+            self._fire(window, _EARLY, False)
+
+    def _clock_at(self, b: int, phase: int) -> None:
         position = self.walk
         position.b, position.phase, position.sub = b, phase, 0
         clock = self.clock
         in_run = b < self.n_bundles
         clock.watermark = self.W[b] if in_run else MIN_TS
         clock.processing_time = self.P[b] if in_run else MIN_TS
-        self._fire(window, _ON_TIME, self.lateness == 0)
+
+    def _on_time(self, window: _Window, b: int, phase: int) -> None:
+        # a pane that discarding (or an evictor) emptied is none
+        if window.buffer:
+            self._clock_at(b, phase)
+            self._fire(window, _ON_TIME, self.lateness == 0)
 
     def _fire(self, window: _Window, timing: Timing, is_final: bool) -> None:
         start, index = window.start, window.index
@@ -296,11 +330,18 @@ class PaneWalker(Walker):
                 f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
         self.ready.append(batch_firings(self, panes, output))
 
-    def _element(self, window: _Window, b: int, sub: int) -> None:
+    def _element(self, window: _Window, b: int, sub: int, ts: int) -> None:
         """The counters of ``window`` after one of its elements arrived in bundle ``b``."""
         watermark = self.w_before[b]
-        if watermark < window.start + self.size - 1:       # on time
+        mx = window.start + self.size - 1
+        if watermark < mx:       # on time
             window.on_time += 1
+            if self.every and window.fire_at is None:
+                at = window.fire_at = min(ts - ts % self.every + self.every, mx)
+                if at < mx:         # at the end it is the end's own timer; one at or before
+                    # the watermark fires in this bundle's step 3
+                    heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at,
+                                                  window.start))
             every, timing = self.early_every, _EARLY
             if not every:
                 return
@@ -352,7 +393,7 @@ class PaneWalker(Walker):
                 self.live += 1
                 if self.live > limit:
                     raise key_state_limit(self.key, self.live, limit)
-                self._element(window, b, subs[i])
+                self._element(window, b, subs[i], ts_col[i])
                 if self.ready:
                     yield from self.ready
                     self.ready = []

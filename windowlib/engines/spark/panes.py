@@ -37,6 +37,7 @@ from typing import Any
 
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
+from windowlib.core.triggers import ContinuousEventTimeTrigger
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import TS, BundlePlan
@@ -144,7 +145,9 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     pane_config = PaneWalkConfig(walk=config, size_ms=parts.size, lateness_ms=parts.lateness,
                                  early=early, late_every=late_every or 1,
                                  discarding=not parts.accumulating,
-                                 watermark_before=list(parts.W_before))
+                                 watermark_before=list(parts.W_before),
+                                 continuous=logic.trigger.interval_ms
+                                 if type(logic.trigger) is ContinuousEventTimeTrigger else None)
     tagged = rows.mapInArrow(make_pane_walker(pane_config), out_schema)
     if persist:
         tagged = tagged.persist()

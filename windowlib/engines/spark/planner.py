@@ -29,7 +29,13 @@ from windowlib.core.errors import DefinitionError
 from windowlib.core.functions import ProcessWindowFunction
 from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.triggers import AfterEndOfWindow, CountAtLeast, CountTrigger, EventTimeTrigger
+from windowlib.core.triggers import (
+    AfterEndOfWindow,
+    ContinuousEventTimeTrigger,
+    CountAtLeast,
+    CountTrigger,
+    EventTimeTrigger,
+)
 from windowlib.engines.spark.native_aggs import NATIVE_KINDS
 
 PATHS = ("auto", "native", "panes", "general")
@@ -146,7 +152,8 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     ``process``/``apply``/``process_panes`` functions (which see every element of a pane
     anyway) — and, behind an evictor (FLIP-4: the pane is buffered whatever the function),
     ``aggregate``/``reduce`` and declarative aggregates too — without retractions or a
-    ``clear`` hook, over the windows and triggers the native path compiles; one-shot runs only
+    ``clear`` hook, over the windows and triggers the native path compiles (and a
+    ``ContinuousEventTimeTrigger``); one-shot runs only
     (incremental runs keep the general path's state)."""
     reasons: list[str] = []
     spec = pipeline.function
@@ -162,14 +169,15 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
         reasons.append("accumulating_and_retracting repeats earlier firings")
     if evictor is not None and getattr(pipeline.effective_trigger, "fire_empty_on_time", False):
         reasons.append("fire_empty_on_time with an evictor (ON_TIME panes the evictor emptied)")
-    return reasons + _firing_reasons(pipeline, evictors=True)
+    return reasons + _firing_reasons(pipeline, panes=True)
 
 
-def _firing_reasons(pipeline: Pipeline, evictors: bool = False) -> list[str]:
-    """Why the native firing builders cannot compute the pipeline's firings (``evictors``: the
-    caller buffers panes and runs evictors itself)."""
+def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
+    """Why the native firing builders cannot compute the pipeline's firings (``panes``: for the
+    pane path, which also buffers panes for evictors and fires continuous event-time
+    triggers)."""
     reasons: list[str] = []
-    if pipeline.window_evictor is not None and not evictors:
+    if pipeline.window_evictor is not None and not panes:
         reasons.append("an evictor buffers elements (FLIP-4)")
     assigner = pipeline.window_assigner
     if assigner is None:
@@ -184,6 +192,8 @@ def _firing_reasons(pipeline: Pipeline, evictors: bool = False) -> list[str]:
         else:
             reasons.append(f"{name} are not compiled natively")
     trigger = pipeline.effective_trigger
+    if panes and type(trigger) is ContinuousEventTimeTrigger:
+        return reasons
     if not native_trigger(trigger):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
                        "EventTimeTrigger or after_end_of_window() with count early/late "
