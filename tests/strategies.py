@@ -378,9 +378,12 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         if kind in ("late", "both"):
             trigger = trigger.with_late_trigger(draw(st.sampled_from(counts)))
     mode = draw(st.sampled_from([None, "accumulating", "discarding"]))
-    if mode == "discarding" and getattr(trigger, "fire_empty_on_time", False) \
-            and getattr(trigger, "early", None) is not None:
+    empty_on_time = getattr(trigger, "fire_empty_on_time", False) \
+        and getattr(trigger, "early", None) is not None
+    if mode == "discarding" and empty_on_time:
         mode = "accumulating"   # empty discarding ON_TIME panes stay on the general path
+    if not empty_on_time and draw(st.integers(0, 4)) == 0:   # FIRE_AND_PURGE: discarding
+        trigger = wl.PurgingTrigger.of(trigger or wl.EventTimeTrigger.create())
     if mode is not None:
         p = p.accumulation(mode)
     if trigger is not None:

@@ -64,11 +64,12 @@ def _force_path(monkeypatch, path: str) -> None:
 def test_the_pane_path_runs_every_transcript_of_a_python_function_it_can_take():
     """The pane path's transcripts are chosen by ``pane_reasons``: every process/apply
     transcript over tumbling/sliding event-time windows with the default, count or continuous
-    event-time triggers, any function behind an evictor, and at least the twenty there are
-    today (six with an evictor, one with a continuous trigger)."""
-    assert len(PANE_CASES) >= 20
-    assert any(type(c.pipeline().effective_trigger) is wl.ContinuousEventTimeTrigger
-               for c in PANE_CASES)
+    event-time triggers (purging or not), any function behind an evictor, and at least the
+    twenty-one there are today (six with an evictor, one each with a continuous and a purging
+    trigger)."""
+    assert len(PANE_CASES) >= 21
+    triggers = {type(c.pipeline().effective_trigger) for c in PANE_CASES}
+    assert {wl.ContinuousEventTimeTrigger, wl.PurgingTrigger} <= triggers
     assert sum(c.pipeline().window_evictor is not None for c in PANE_CASES) >= 6
     assert all(c.pipeline().function.kind in ("process", "apply", "batch")
                or c.pipeline().window_evictor is not None for c in PANE_CASES)

@@ -12,13 +12,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowlib.core.batch import PANE_ID
-from windowlib.core.errors import ExecutionError
+from windowlib.core.batch import PANE_ID, panes_columns
+from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import function_name
 from windowlib.core.time import finite_ms
+from windowlib.engines.batch_tables import panes_table
 from windowlib.engines.spark.columns import KIND, PHASE, SUB, B, N
 
-__all__ = ["batch_firings"]
+__all__ = ["batch_firings", "run_batch"]
+
+
+def run_batch(walker: Any, panes: list[tuple]) -> Any:
+    """One ``process_panes`` call over the ``panes`` the pane ``walker`` queued: their elements
+    as one Arrow table (``core/batch.py``'s columns), the result as tagged firing rows. A
+    failing call is ``FUNCTION_FAILED`` naming the batch's first key and window."""
+    fn = walker.runner.spec.fn
+    columns = walker.config.user_columns
+    fields = [walker.naive_schema.field(c) for c in columns]
+    table = panes_table(panes_columns([p[:5] for p in panes], columns), fields)
+    try:
+        output = fn.process_panes(table)
+    except WindowlibError:
+        raise
+    except Exception as exc:
+        first = panes[0]
+        raise ExecutionError(
+            f"{function_name(fn)}.process_panes failed for a batch of {len(panes)} panes "
+            f"(the first: key {first[10]!r}, window {first[0]}): "
+            f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
+    return batch_firings(walker, panes, output)
 
 
 def batch_firings(walker: Any, panes: list[tuple], output: Any) -> Any:

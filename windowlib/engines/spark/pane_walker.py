@@ -23,6 +23,7 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   watermark reaches it (never an earlier bundle than the one that armed it) it fires EARLY when
   the pane has contents and re-arms ``every`` later; at the end of a finalized input it fires
   once more without re-arming; ``max`` is the ON_TIME timer; late elements fire at once;
+- a ``PurgingTrigger`` around any of these is discarding mode (``planner.pane_trigger``);
 - an **evictor** runs around each firing's function call as the core's driver runs it (both
   hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
   discarding or the evictor emptied.
@@ -47,17 +48,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.batch import panes_columns
-from windowlib.core.errors import ExecutionError, WindowlibError
+from windowlib.core.errors import WindowlibError
 from windowlib.core.evictors import TimestampedValue
-from windowlib.core.functions import Context, function_name
+from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner, function_failed
 from windowlib.core.time import MIN_TS
 from windowlib.core.windows import TimeWindow
-from windowlib.engines.batch_tables import panes_table
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
     ABSENT,
@@ -68,7 +67,7 @@ from windowlib.engines.spark.columns import (
     SUB,
     B,
 )
-from windowlib.engines.spark.pane_batches import batch_firings
+from windowlib.engines.spark.pane_batches import run_batch
 from windowlib.engines.spark.walk_values import batch_columns, key_state_limit
 from windowlib.engines.spark.walker import WalkConfig, Walker
 
@@ -312,23 +311,8 @@ class PaneWalker(Walker):
         """Call ``process_panes`` once for the queued firings and emit their rows in firing
         order."""
         panes, self.batch, self.batch_rows = self.batch, [], 0
-        if not panes:
-            return
-        fn = self.runner.spec.fn
-        fields = [self.naive_schema.field(c) for c in self.config.user_columns]
-        table = panes_table(panes_columns([p[:5] for p in panes],
-                                          self.config.user_columns), fields)
-        try:
-            output = fn.process_panes(table)
-        except WindowlibError:
-            raise
-        except Exception as exc:
-            first = panes[0]
-            raise ExecutionError(
-                f"{function_name(fn)}.process_panes failed for a batch of {len(panes)} panes "
-                f"(the first: key {first[10]!r}, window {first[0]}): "
-                f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
-        self.ready.append(batch_firings(self, panes, output))
+        if panes:
+            self.ready.append(run_batch(self, panes))
 
     def _element(self, window: _Window, b: int, sub: int, ts: int) -> None:
         """The counters of ``window`` after one of its elements arrived in bundle ``b``."""

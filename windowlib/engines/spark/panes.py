@@ -52,6 +52,7 @@ from windowlib.engines.spark.native import count_phases, prepare_native
 from windowlib.engines.spark.native_parts import WS
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, make_pane_walker
+from windowlib.engines.spark.planner import pane_trigger
 from windowlib.engines.spark.result_types import with_result_schema
 from windowlib.engines.spark.walker import WalkConfig
 
@@ -141,13 +142,14 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         result_names=tuple(f.name for f in result), typed_tags=tuple(side_types),
         max_key_state=max_key_state, out_schema_json=out_schema.json(),
         large_types=large_var_types(df))
-    early, late_every = count_phases(logic.trigger)
+    trigger, purging = pane_trigger(logic.trigger)
+    early, late_every = count_phases(trigger)
     pane_config = PaneWalkConfig(walk=config, size_ms=parts.size, lateness_ms=parts.lateness,
                                  early=early, late_every=late_every or 1,
-                                 discarding=not parts.accumulating,
+                                 discarding=purging or not parts.accumulating,
                                  watermark_before=list(parts.W_before),
-                                 continuous=logic.trigger.interval_ms
-                                 if type(logic.trigger) is ContinuousEventTimeTrigger else None)
+                                 continuous=trigger.interval_ms
+                                 if type(trigger) is ContinuousEventTimeTrigger else None)
     tagged = rows.mapInArrow(make_pane_walker(pane_config), out_schema)
     if persist:
         tagged = tagged.persist()

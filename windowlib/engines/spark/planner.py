@@ -35,6 +35,7 @@ from windowlib.core.triggers import (
     CountAtLeast,
     CountTrigger,
     EventTimeTrigger,
+    PurgingTrigger,
 )
 from windowlib.engines.spark.native_aggs import NATIVE_KINDS
 
@@ -153,7 +154,7 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     anyway) — and, behind an evictor (FLIP-4: the pane is buffered whatever the function),
     ``aggregate``/``reduce`` and declarative aggregates too — without retractions or a
     ``clear`` hook, over the windows and triggers the native path compiles (and a
-    ``ContinuousEventTimeTrigger``); one-shot runs only
+    ``ContinuousEventTimeTrigger``; any of them inside a ``PurgingTrigger``); one-shot runs only
     (incremental runs keep the general path's state)."""
     reasons: list[str] = []
     spec = pipeline.function
@@ -192,17 +193,29 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         else:
             reasons.append(f"{name} are not compiled natively")
     trigger = pipeline.effective_trigger
-    if panes and type(trigger) is ContinuousEventTimeTrigger:
-        return reasons
+    discarding = pipeline.effective_accumulation == "discarding"
+    if panes:
+        trigger, purging = pane_trigger(trigger)
+        discarding = discarding or purging
+        if type(trigger) is ContinuousEventTimeTrigger:
+            return reasons
     if not native_trigger(trigger):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
                        "EventTimeTrigger or after_end_of_window() with count early/late "
                        "triggers)")
-    elif (getattr(trigger, "fire_empty_on_time", False) and trigger.early is not None
-          and pipeline.effective_accumulation == "discarding"):
+    elif getattr(trigger, "fire_empty_on_time", False) and trigger.early is not None \
+            and discarding:
         reasons.append("fire_empty_on_time with an early trigger in discarding mode (empty "
                        "ON_TIME panes)")
     return reasons
+
+
+def pane_trigger(trigger: Any) -> tuple[Any, bool]:
+    """``(trigger, purging)``: a ``PurgingTrigger``'s nested trigger and ``True`` — every FIRE
+    purging the pane is discarding mode for the pane path, which keeps no retractions."""
+    if type(trigger) is PurgingTrigger:
+        return trigger.nested, True
+    return trigger, False
 
 
 def native_trigger(trigger: Any) -> bool:
