@@ -341,16 +341,19 @@ class PaneStats(wl.BatchWindowFunction):
 @st.composite
 def pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
-    sliding windows, the default trigger, ``after_end_of_window()`` with count early/late
-    triggers or a ``ContinuousEventTimeTrigger``, accumulating or discarding, any lateness, and
-    a ``process`` function reading the pane context with per-key and per-window state
+    sliding windows with the default trigger, ``after_end_of_window()`` with count early/late
+    triggers, a ``ContinuousEventTimeTrigger`` or a ``CountTrigger``, or count windows
+    (``GlobalWindows`` + ``CountTrigger``), purging or not, accumulating or discarding, any
+    lateness, and a ``process`` function reading the pane context with per-key and per-window state
     (``PaneFn``), an ``apply`` function, or a ``BatchWindowFunction`` (``PaneStats``); behind
     a count, time or delta evictor (before or after the function) also a declarative
     aggregate, ``reduce`` or ``aggregate``."""
     size = draw(st.integers(5, 40))
-    if draw(st.booleans()):
-        assigner: wl.WindowAssigner = wl.TumblingEventTimeWindows.of(
-            size, draw(st.integers(-size + 1, size - 1)))
+    count_window = draw(st.integers(0, 4)) == 0     # GlobalWindows + CountTrigger
+    if count_window:
+        assigner: wl.WindowAssigner = wl.GlobalWindows.create()
+    elif draw(st.booleans()):
+        assigner = wl.TumblingEventTimeWindows.of(size, draw(st.integers(-size + 1, size - 1)))
     else:
         slide = draw(st.integers(1, size))
         assigner = wl.SlidingEventTimeWindows.of(size, slide,
@@ -364,9 +367,12 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         wl.TimeEvictor.of(draw(st.integers(0, 15)), after),
         wl.DeltaEvictor.of(draw(st.integers(3, 10)), value_delta, after)]))
     trigger: wl.Trigger | None = None
-    kind = draw(st.sampled_from(["default", "end", "early", "late", "both", "continuous"]))
+    kind = "count" if count_window else draw(st.sampled_from(
+        ["default", "end", "early", "late", "both", "continuous", "count"]))
     if kind == "continuous":
         trigger = wl.ContinuousEventTimeTrigger.of(draw(st.integers(1, 15)))
+    elif kind == "count":
+        trigger = wl.CountTrigger.of(draw(st.integers(1, 4)))
     elif kind != "default":
         # an evictor can empty a pane before ON_TIME: fire_empty_on_time then stays general
         trigger = wl.EventTimeTrigger.after_end_of_window(

@@ -97,6 +97,28 @@ class Seen(wl.ProcessWindowFunction):
         yield {"n": len(elements), "total": sum(e["value"] for e in elements)}
 
 
+def test_the_pane_path_takes_count_windows_and_count_triggers(spark):
+    """GlobalWindows with a CountTrigger (count windows, purging or sliding with an evictor) and
+    a CountTrigger over time windows take the pane path; GlobalWindows' default trigger (it
+    never fires) and other triggers over them do not."""
+    df = _frame(spark, [("a", 1, 1, 0)])
+    keyed = wl.Pipeline("c", timestamp="ts").key_by("key")
+    count_windows = [
+        keyed.window(wl.GlobalWindows.create()).trigger(
+            wl.PurgingTrigger.of(wl.CountTrigger.of(3))).process(Boom()),
+        keyed.window(wl.GlobalWindows.create()).trigger(wl.CountTrigger.of(2))
+        .evictor(wl.CountEvictor.of(4)).aggregate(wl.aggregates.sum("value")),
+        keyed.window(wl.TumblingEventTimeWindows.of(10)).trigger(wl.CountTrigger.of(2))
+        .apply(strategies.window_rows)]
+    for p in count_windows:
+        assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+    never = keyed.window(wl.GlobalWindows.create()).process(Boom())
+    assert any("CountTrigger" in r for r in pane_reasons(never))
+    continuous = keyed.window(wl.GlobalWindows.create()).trigger(
+        wl.ContinuousEventTimeTrigger.of(5)).process(Boom())
+    assert choose_path(continuous, "auto", df.schema).path == "general"
+
+
 def test_the_pane_path_takes_any_function_behind_an_evictor(spark):
     """An evictor buffers the pane whatever the function, so declarative aggregates behind one
     run on the pane path (not the native path); an evictor with ``fire_empty_on_time`` (an ON_TIME

@@ -64,12 +64,12 @@ def _force_path(monkeypatch, path: str) -> None:
 def test_the_pane_path_runs_every_transcript_of_a_python_function_it_can_take():
     """The pane path's transcripts are chosen by ``pane_reasons``: every process/apply
     transcript over tumbling/sliding event-time windows with the default, count or continuous
-    event-time triggers (purging or not), any function behind an evictor, and at least the
-    twenty-one there are today (six with an evictor, one each with a continuous and a purging
-    trigger)."""
-    assert len(PANE_CASES) >= 21
+    event-time triggers or a count trigger (purging or not), count windows, any function behind
+    an evictor, and at least the thirty-one there are today."""
+    assert len(PANE_CASES) >= 31
     triggers = {type(c.pipeline().effective_trigger) for c in PANE_CASES}
-    assert {wl.ContinuousEventTimeTrigger, wl.PurgingTrigger} <= triggers
+    assert {wl.ContinuousEventTimeTrigger, wl.PurgingTrigger, wl.CountTrigger} <= triggers
+    assert any(type(c.pipeline().window_assigner) is wl.GlobalWindows for c in PANE_CASES)
     assert sum(c.pipeline().window_evictor is not None for c in PANE_CASES) >= 6
     assert all(c.pipeline().function.kind in ("process", "apply", "batch")
                or c.pipeline().window_evictor is not None for c in PANE_CASES)

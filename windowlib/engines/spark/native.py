@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from windowlib.core.assigners import GlobalWindows
 from windowlib.core.errors import DefinitionError
 from windowlib.core.loop import REJECT_CHECKS
 from windowlib.core.outputs import OutputColumns
@@ -198,9 +199,10 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     w_before = [plan.initial_watermark, *W[:-1]]
     lateness = logic.allowed_lateness_ms
     assigner = logic.assigner
-    size = assigner.size_ms
+    global_windows = isinstance(assigner, GlobalWindows)     # the pane path's count windows
+    size = 0 if global_windows else assigner.size_ms
     slide = getattr(assigner, "slide_ms", size)
-    offset = assigner.offset_ms
+    offset = 0 if global_windows else assigner.offset_ms
 
     keys = [F.col(f"`{c}`") for c in logic.key_columns]
     x = bundle_columns(prepared, plan)
@@ -232,8 +234,11 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
 
     # --- windows and lateness ---------------------------------------------------------------
     ts = F.col(TS)
-    last_start = ts - F.pmod(ts - F.lit(offset), F.lit(slide))
-    dropped_all = plus_saturating(last_start + F.lit(size - 1), lateness) <= F.col(WP)
+    if global_windows:      # one window per key that never ends: nothing is late
+        last_start, dropped_all = F.lit(0).cast("long"), F.lit(False)
+    else:
+        last_start = ts - F.pmod(ts - F.lit(offset), F.lit(slide))
+        dropped_all = plus_saturating(last_start + F.lit(size - 1), lateness) <= F.col(WP)
     late = accepted.filter(dropped_all).select(
         *[F.col(f"`{c}`") for c in user_columns], F.lit("too_late").alias("reason"),
         finite(F.col(WP)).alias("watermark"), B, SUB)

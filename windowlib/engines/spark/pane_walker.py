@@ -16,28 +16,28 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
 - a **late** element (``W_{b-1} >= max``, kept: its window is not cleaned up) fires LATE every
   ``m``-th time (``m`` = the late count, 1 without a late trigger);
 - every firing takes the next pane index; discarding empties the pane after a firing; a window
-  is dropped once the watermark passes its cleanup time (``max + lateness``): nothing can fire
-  it again;
+  is dropped once the watermark passes its cleanup time (``max + lateness``);
 - a ``ContinuousEventTimeTrigger`` (interval ``every``): the first on-time element arms a
   timer at the next multiple of ``every`` (at most ``max``); in step 3 of the bundle whose
   watermark reaches it (never an earlier bundle than the one that armed it) it fires EARLY when
   the pane has contents and re-arms ``every`` later; at the end of a finalized input it fires
   once more without re-arming; ``max`` is the ON_TIME timer; late elements fire at once;
+- a ``CountTrigger`` fires every ``count_every``-th element of the window, on time (EARLY)
+  or late (LATE), and has no end-of-window timer; **count windows** (``GlobalWindows``) never
+  end, are never cleaned up, and fire a final ON_TIME pane at the end of a finalized input
+  with what arrived since their last firing (the core driver's ``finish``);
 - a ``PurgingTrigger`` around any of these is discarding mode (``planner.pane_trigger``);
 - an **evictor** runs around each firing's function call as the core's driver runs it (both
   hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
   discarding or the evictor emptied.
 
-So the trigger costs a few integer operations per element, and Python runs the user's function
-once per firing over the pane (``FunctionRunner.results`` with the core's ``Context``:
-``window_state`` per window, ``global_state`` per key, visited in firing order; results built
-by ``core.outputs.firing_row``), written as the general path's tagged rows
-(``walker.Walker``'s output half). A ``BatchWindowFunction`` (``core/batch.py``) is not
-called per firing: its firings queue up, with their clocks and keys, and ``process_panes``
-runs once per ``BATCH_ROWS`` queued elements (and at the end of the partition); its rows are
-emitted in firing order. **Memory**: a key's live windows and buffered elements, plus the
-queued batch; above ``max_key_state`` entries a key fails with ``KEY_STATE_LIMIT``, as on the
-general path.
+So a trigger costs a few integer operations per element, and the user's function runs once per
+firing over the pane (``FunctionRunner.results`` with the core's ``Context``: ``window_state``
+per window, ``global_state`` per key; rows built by ``core.outputs.firing_row``), written as
+the general path's tagged rows (``walker.Walker``'s output half). A ``BatchWindowFunction``'s
+firings queue up instead, and ``process_panes`` runs once per ``BATCH_ROWS`` queued elements
+(``pane_batches.py``). **Memory**: a key's live windows and buffered elements, plus the queued
+batch; above ``max_key_state`` entries a key fails with ``KEY_STATE_LIMIT``.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ from windowlib.core.lateness import cleanup_time
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner, function_failed
-from windowlib.core.time import MIN_TS
-from windowlib.core.windows import TimeWindow
+from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
     ABSENT,
@@ -68,6 +68,7 @@ from windowlib.engines.spark.columns import (
     B,
 )
 from windowlib.engines.spark.pane_batches import run_batch
+from windowlib.engines.spark.pane_records import KeyScope, PaneWindow, WalkPosition
 from windowlib.engines.spark.walk_values import batch_columns, key_state_limit
 from windowlib.engines.spark.walker import WalkConfig, Walker
 
@@ -90,6 +91,8 @@ class PaneWalkConfig:
     discarding: bool
     watermark_before: list
     continuous: int | None = None
+    count_every: int | None = None      # a CountTrigger's count
+    global_window: bool = False         # GlobalWindows (count windows)
 
 
 def make_pane_walker(config: PaneWalkConfig) -> Any:
@@ -97,40 +100,6 @@ def make_pane_walker(config: PaneWalkConfig) -> Any:
         yield from PaneWalker(config).run_panes(batches)
 
     return walk
-
-
-class _KeyScope:
-    """What a ``Context`` reads from its driver: the clocks, the key's global state, the
-    pipeline (side outputs are conformed by its runner) and where side outputs go."""
-
-    __slots__ = ("clock", "global_state", "key_arg", "logic", "sink")
-
-    def __init__(self, walker: PaneWalker, key_arg: Any) -> None:
-        self.clock, self.logic, self.sink = walker.clock, walker.logic, walker.sink
-        self.global_state: dict = {}
-        self.key_arg = key_arg
-
-
-class _Window:
-    """One live window of the key: its pane, counters and ``window_state`` (``fn_state``)."""
-
-    __slots__ = ("buffer", "early", "fire_at", "fn_state", "index", "late", "on_time", "start")
-
-    def __init__(self, start: int) -> None:
-        self.start = start
-        self.buffer: list[TimestampedValue] = []
-        self.fn_state: dict = {}
-        self.on_time = self.early = self.late = self.index = 0
-        self.fire_at: int | None = None     # a continuous trigger's next firing time
-
-
-class _Position:
-    """Where the walk is (the tagged rows' ordering columns)."""
-
-    __slots__ = ("b", "phase", "sub")
-
-    def __init__(self) -> None:
-        self.b = self.phase = self.sub = 0
 
 
 class PaneWalker(Walker):
@@ -147,10 +116,11 @@ class PaneWalker(Walker):
         self.runner = FunctionRunner(self.logic.runner.spec, buffered=True)
         self.evictor = self.logic.evictor
         self.uses_context = self.runner.uses_context or self.evictor is not None
-        self.walk = _Position()   # type: ignore[assignment]
-        self.scope: _KeyScope | None = None
-        self.windows: dict[int, _Window] = {}
+        self.walk = WalkPosition()   # type: ignore[assignment]
+        self.scope: KeyScope | None = None
+        self.windows: dict[int, PaneWindow] = {}
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
+        self.count_every, self.global_window = config.count_every, config.global_window
         # (b*, time, start): event-time timers — a window's end (ON_TIME) or a continuous
         # firing — in the order the reference engine fires them
         self.pending: list[tuple[int, int, int]] = []
@@ -165,7 +135,7 @@ class PaneWalker(Walker):
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
         self.key, self.out_key = key, out_key
-        self.scope = _KeyScope(self, self.logic.key_argument(key))
+        self.scope = KeyScope(self, self.logic.key_argument(key))
         self.key_row = dict(zip(self.key_columns, key))
         self.windows, self.pending, self.cleanups = {}, [], []
         self.live, self.b_open = 0, -1
@@ -178,16 +148,24 @@ class PaneWalker(Walker):
             pending, self.pending = sorted(self.pending), []
             for _, time, start in pending:     # the watermark at +inf: no timer re-arms
                 self._timer(time, start, self.n_bundles, PHASE_FINISH)
+            if self.global_window:    # a count window outlives +inf: a final pane with what
+                for window in self.windows.values():      # arrived since its last firing
+                    if window.early and window.buffer:
+                        self._clock_at(self.n_bundles, PHASE_FINISH)
+                        self._fire(window, _ON_TIME, True)
         self.scope = None
 
-    def _window(self, start: int) -> _Window:
+    def _window(self, start: int) -> PaneWindow:
         window = self.windows.get(start)
         if window is None:
-            window = self.windows[start] = _Window(start)
-            mx = start + self.size - 1
-            heapq.heappush(self.pending, (bisect_left(self.W, mx), mx, start))
-            heapq.heappush(self.cleanups, (cleanup_time(mx, self.lateness, True), start))
+            window = self.windows[start] = PaneWindow(start)
             self.live += 1
+            if self.global_window:
+                return window         # never ends, never cleaned up
+            mx = start + self.size - 1
+            if not self.count_every:      # a CountTrigger has no end-of-window timer
+                heapq.heappush(self.pending, (bisect_left(self.W, mx), mx, start))
+            heapq.heappush(self.cleanups, (cleanup_time(mx, self.lateness, True), start))
         return window
 
     def _advance(self, b: int) -> None:
@@ -236,15 +214,15 @@ class PaneWalker(Walker):
         clock.watermark = self.W[b] if in_run else MIN_TS
         clock.processing_time = self.P[b] if in_run else MIN_TS
 
-    def _on_time(self, window: _Window, b: int, phase: int) -> None:
+    def _on_time(self, window: PaneWindow, b: int, phase: int) -> None:
         # a pane that discarding (or an evictor) emptied is none
         if window.buffer:
             self._clock_at(b, phase)
             self._fire(window, _ON_TIME, self.lateness == 0)
 
-    def _fire(self, window: _Window, timing: Timing, is_final: bool) -> None:
+    def _fire(self, window: PaneWindow, timing: Timing, is_final: bool) -> None:
         start, index = window.start, window.index
-        bounds = TimeWindow(start, start + self.size)
+        bounds = GLOBAL_WINDOW if self.global_window else TimeWindow(start, start + self.size)
         context = Context(self.scope, bounds, window, pane_info(index, timing, is_final)) \
             if self.uses_context else None
         if self.batching:
@@ -264,7 +242,7 @@ class PaneWalker(Walker):
             self.live -= len(window.buffer)
             window.buffer = []
 
-    def _evicting(self, window: _Window, bounds: TimeWindow, context: Context | None,
+    def _evicting(self, window: PaneWindow, bounds: TimeWindow, context: Context | None,
                   call: Any) -> Any:
         """``call`` over the pane between the evictor's two hooks (FLIP-4, as the core's
         driver runs them: both always run, the built-in evictors act in one); the pane keeps
@@ -284,7 +262,7 @@ class PaneWalker(Walker):
         return results
 
     # --- batch functions: many panes per call (core/batch.py) -------------------------------
-    def _defer(self, window: _Window, bounds: TimeWindow, context: Context | None,
+    def _defer(self, window: PaneWindow, bounds: TimeWindow, context: Context | None,
                timing: Timing, is_final: bool) -> None:
         """Queue a firing of a ``BatchWindowFunction`` with what its rows need later (behind
         an evictor: the pane as its ``evict_before`` left it)."""
@@ -314,11 +292,16 @@ class PaneWalker(Walker):
         if panes:
             self.ready.append(run_batch(self, panes))
 
-    def _element(self, window: _Window, b: int, sub: int, ts: int) -> None:
+    def _element(self, window: PaneWindow, b: int, sub: int, ts: int) -> None:
         """The counters of ``window`` after one of its elements arrived in bundle ``b``."""
         watermark = self.w_before[b]
-        mx = window.start + self.size - 1
-        if watermark < mx:       # on time
+        mx = MAX_TS if self.global_window else window.start + self.size - 1
+        if self.count_every:     # a CountTrigger: every n-th element, on time or late
+            window.early += 1
+            if window.early < self.count_every:
+                return
+            window.early, timing = 0, _EARLY if watermark < mx else _LATE
+        elif watermark < mx:       # on time
             window.on_time += 1
             if self.every and window.fire_at is None:
                 at = window.fire_at = min(ts - ts % self.every + self.every, mx)

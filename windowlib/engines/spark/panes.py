@@ -35,9 +35,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from windowlib.core.assigners import GlobalWindows
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.triggers import ContinuousEventTimeTrigger
+from windowlib.core.triggers import ContinuousEventTimeTrigger, CountTrigger
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import TS, BundlePlan
@@ -149,7 +150,10 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                                  discarding=purging or not parts.accumulating,
                                  watermark_before=list(parts.W_before),
                                  continuous=trigger.interval_ms
-                                 if type(trigger) is ContinuousEventTimeTrigger else None)
+                                 if type(trigger) is ContinuousEventTimeTrigger else None,
+                                 count_every=trigger.count
+                                 if type(trigger) is CountTrigger else None,
+                                 global_window=isinstance(logic.assigner, GlobalWindows))
     tagged = rows.mapInArrow(make_pane_walker(pane_config), out_schema)
     if persist:
         tagged = tagged.persist()

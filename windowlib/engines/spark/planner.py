@@ -24,7 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from windowlib.core.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from windowlib.core.assigners import (
+    GlobalWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
 from windowlib.core.errors import DefinitionError
 from windowlib.core.functions import ProcessWindowFunction
 from windowlib.core.outputs import RESERVED_COLUMNS
@@ -153,8 +157,9 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     ``process``/``apply``/``process_panes`` functions (which see every element of a pane
     anyway) — and, behind an evictor (FLIP-4: the pane is buffered whatever the function),
     ``aggregate``/``reduce`` and declarative aggregates too — without retractions or a
-    ``clear`` hook, over the windows and triggers the native path compiles (and a
-    ``ContinuousEventTimeTrigger``; any of them inside a ``PurgingTrigger``); one-shot runs only
+    ``clear`` hook, over the windows and triggers the native path compiles, a
+    ``ContinuousEventTimeTrigger`` or a ``CountTrigger`` (also over ``GlobalWindows``: count
+    windows), any of them inside a ``PurgingTrigger``; one-shot runs only
     (incremental runs keep the general path's state)."""
     reasons: list[str] = []
     spec = pipeline.function
@@ -175,14 +180,19 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
 
 def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     """Why the native firing builders cannot compute the pipeline's firings (``panes``: for the
-    pane path, which also buffers panes for evictors and fires continuous event-time
-    triggers)."""
+    pane path, which also buffers panes for evictors, fires continuous event-time and count
+    triggers, and runs count windows: ``GlobalWindows`` with a ``CountTrigger``)."""
     reasons: list[str] = []
     if pipeline.window_evictor is not None and not panes:
         reasons.append("an evictor buffers elements (FLIP-4)")
     assigner = pipeline.window_assigner
     if assigner is None:
         reasons.append("the pipeline has no window")
+        return reasons
+    if panes and type(assigner) is GlobalWindows:
+        if type(pane_trigger(pipeline.effective_trigger)[0]) is not CountTrigger:
+            reasons.append("GlobalWindows take the pane path with a CountTrigger (count "
+                           "windows) only")
         return reasons
     if type(assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
         name = type(assigner).__name__
@@ -197,7 +207,7 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     if panes:
         trigger, purging = pane_trigger(trigger)
         discarding = discarding or purging
-        if type(trigger) is ContinuousEventTimeTrigger:
+        if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger):
             return reasons
     if not native_trigger(trigger):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
