@@ -305,6 +305,13 @@ def test_params_default_to_the_pipelines_last_complete_partition():
     context["params"] = {"first": None, "last": None}     # empty: the interval's partitions
     assert partitions_of(context, job) == job.partition_range(
         datetime(2024, 3, 5, 13, tzinfo=UTC), datetime(2024, 3, 5, 14, tzinfo=UTC))
+    # a reversed range is refused by the one partition-range rule, with its code
+    from windowlib.core.errors import InputError
+
+    context["params"] = {"first": "2024-03-01T05", "last": "2024-03-01T02"}
+    with pytest.raises(InputError) as reversed_range:
+        partitions_of(context, job)
+    assert reversed_range.value.code == "PARTITION_RANGE_REVERSED"
 
 
 def test_every_pipeline_dag_has_a_deadline_alert_and_a_failure_notifier(monkeypatch):
