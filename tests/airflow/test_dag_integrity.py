@@ -261,6 +261,10 @@ def test_spark_remote_is_spark_remote_else_the_spark_connect_connection(monkeypa
      (datetime(2024, 3, 1, 4, tzinfo=UTC), datetime(2024, 3, 1, 5, tzinfo=UTC))),
     ("@quarterly", datetime(2024, 5, 2, tzinfo=UTC),
      (datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 4, 1, tzinfo=UTC))),
+    # a timedelta, as Airflow accepts it (DeltaDataIntervalTimetable): the interval ends at
+    # the manual run's run_after
+    (timedelta(minutes=30), datetime(2024, 3, 1, 5, 17, tzinfo=UTC),
+     (datetime(2024, 3, 1, 4, 47, tzinfo=UTC), datetime(2024, 3, 1, 5, 17, tzinfo=UTC))),
 ])
 def test_any_airflow_schedule_still_gives_the_dag_data_intervals(schedule, after, interval):
     """Presets and names (``@hourly``, ``MON-FRI``) build a DAG whose runs have real data
