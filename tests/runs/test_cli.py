@@ -82,6 +82,14 @@ def _help_texts() -> list[str]:
     return texts
 
 
+def test_every_option_has_a_help_text():
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    bare = [f"{name} {' '.join(a.option_strings)}" for name, p in sub.choices.items()
+            for a in p._actions if a.option_strings and not a.help]
+    assert bare == []
+
+
 def test_help_texts_carry_no_rst_markup():
     for text in _help_texts():
         assert "``" not in text and not re.search(r"(?<![\w`])`[^`\s][^`]*`(?!`)", text), text
