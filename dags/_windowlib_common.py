@@ -101,15 +101,18 @@ def interval_of(context: Any, job: Any) -> tuple[datetime, datetime]:
 
 def partitions_of(context: Any, job: Any) -> tuple[str, str]:
     """The partitions a pipeline DAG run scans: the ``first``/``last`` Params of a manual run
-    when given, else its data interval plus the job's lookback (``interval_of``)."""
+    when given (checked by the one partition-range rule: ``PARTITION_RANGE_REVERSED``,
+    ``PARTITION_PRECISION_MISMATCH``), else its data interval plus the job's lookback
+    (``interval_of``)."""
     params = context.get("params") or {}
     run = context.get("dag_run")
     manual = str(getattr(run, "run_type", "")).lower().endswith("manual")
     first, last = params.get("first"), params.get("last")
     if manual and (first or last):
+        from windowlib.runs.operations import check_job_range
+
         first, last = first or last, last or first
-        if first > last:
-            raise AirflowFailException(f"first partition {first} is after last {last}")
+        check_job_range(job, first, last)
         return first, last
     start, end = interval_of(context, job)
     return job.partition_range(start, end)

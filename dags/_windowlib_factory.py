@@ -69,7 +69,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, CronDataIntervalTimetable, Param
+from airflow.sdk import DAG, CronDataIntervalTimetable, DeltaDataIntervalTimetable, Param
 from airflow.sdk.exceptions import AirflowException
 
 if str(Path(__file__).resolve().parent) not in sys.path:
@@ -201,13 +201,21 @@ def _params(job: Any) -> dict[str, Param]:
     }
 
 
+def timetable(job: Any) -> Any:
+    """The job's schedule as a timetable with data intervals: a cron expression (presets
+    included) in UTC, or a ``timedelta`` between runs."""
+    if isinstance(job.schedule, timedelta):
+        return DeltaDataIntervalTimetable(job.schedule)
+    return CronDataIntervalTimetable(job.schedule, timezone="UTC")
+
+
 def build_dag(job: Any) -> DAG:
     """The scheduled write-audit-publish DAG of ``job``."""
     dag_id = f"windowlib_{job.name}"
     asset = output_asset(job)
     name = job.name
     start, end = schedule_bounds(job)
-    with DAG(dag_id=dag_id, schedule=CronDataIntervalTimetable(job.schedule, timezone="UTC"),
+    with DAG(dag_id=dag_id, schedule=timetable(job),
              start_date=start, end_date=end, catchup=True, max_active_runs=1,
              default_args=default_args(job), tags=["windowlib", *job.tags],
              doc_md=doc_md(job), description=(job.description or name)[:200],

@@ -208,11 +208,17 @@ def notify_failure(context: Any) -> None:
             "error": str(exc)[:500] if exc is not None else None})
 
 
-def deadline_missed(**context: Any) -> None:
-    """Callback of the pipeline DAGs' deadline alerts (runs on the executor)."""
-    notify({"kind": "deadline_missed", **{k: str(v)[:200] for k, v in context.items()
-                                          if k in ("dag_id", "dag_run_id", "deadline",
-                                                   "pipeline", "limit")}})
+def deadline_missed(pipeline: str | None = None, limit: str | None = None,
+                    context: dict[str, Any] | None = None, **_: Any) -> None:
+    """Callback of the pipeline DAGs' deadline alerts (runs on the executor): the alert's own
+    kwargs plus the ``context`` Airflow's scheduler adds (``dag_run`` as the REST API shows
+    it, ``deadline`` with its time) become one event naming the run that missed it."""
+    run = (context or {}).get("dag_run") or {}
+    deadline = (context or {}).get("deadline") or {}
+    event = {"dag_id": run.get("dag_id"), "run_id": run.get("dag_run_id"),
+             "deadline": deadline.get("deadline_time"), "pipeline": pipeline, "limit": limit}
+    notify({"kind": "deadline_missed",
+            **{k: str(v)[:200] for k, v in event.items() if v is not None}})
 
 
 def deadline_alert(pipeline: str, limit: timedelta | None) -> Any:

@@ -2,10 +2,11 @@
 
 A ``PipelineJob`` is frozen configuration: the windowlib ``Pipeline``, where its input lives
 (``SourceSpec``, relative to a data root), its watermark strategy, its schedule (any cron
-expression Airflow's ``CronDataIntervalTimetable`` accepts, presets and ``MON-FRI`` included:
-``schedule_problem``), how a data interval maps to partition values, how many earlier
-partitions a run re-scans for late files (``lookback``), its expectations (GX Core 1.x objects,
-built lazily) and documentation fields.
+expression Airflow's ``CronDataIntervalTimetable`` accepts, presets and ``MON-FRI`` included, or
+a positive ``timedelta`` as ``DeltaDataIntervalTimetable`` takes it: ``schedule_problem``), how
+a data interval maps to partition values, how many earlier partitions a run re-scans for late
+files (``lookback``), its expectations (GX Core 1.x objects, built lazily) and documentation
+fields.
 
 Invariants:
 
@@ -66,15 +67,19 @@ def _relative_path(path: object, what: str) -> str:
 def schedule_problem(schedule: object) -> str | None:
     """Why Airflow would refuse ``schedule`` as the cron expression of a
     ``CronDataIntervalTimetable`` (``None``: it accepts it — presets such as ``@hourly``, names
-    and ranges such as ``MON-FRI``, ``L``, 6-field expressions...).
+    and ranges such as ``MON-FRI``, ``L``, 6-field expressions...), or a ``timedelta`` as the
+    interval of a ``DeltaDataIntervalTimetable`` (positive).
 
     Airflow decides: its timetable resolves its presets and validates with ``croniter``. An
     expression ``croniter`` accepts as given is accepted by Airflow as well, so Airflow itself
     (slow to import outside a DAG process) is asked only about the others (``@quarterly``) —
     or about every expression when it is loaded already. Without Airflow installed, a schedule
     ``croniter`` cannot check is accepted (no DAG is built there)."""
+    if isinstance(schedule, timedelta):
+        return None if schedule > timedelta(0) else \
+            f"a timedelta schedule must be positive, not {schedule}"
     if not isinstance(schedule, str) or not schedule.strip():
-        return "a cron expression string is required"
+        return "a cron expression string or a timedelta is required"
     if schedule.strip() in ("@once", "@continuous"):
         return "it has no data intervals"
     if "airflow" not in sys.modules:
@@ -169,7 +174,7 @@ class PipelineJob:
     pipeline: Pipeline
     source: SourceSpec
     watermark: WatermarkStrategy
-    schedule: str = "0 * * * *"
+    schedule: str | timedelta = "0 * * * *"   # cron (presets included) or a timedelta
     partition_format: str = "YYYY-MM-DDTHH"
     lookback: int = 0
     expectations: Callable[[], Sequence[Any]] | None = None
@@ -203,9 +208,10 @@ class PipelineJob:
                                   "strategy", code="ARGUMENT_INVALID")
         problem = schedule_problem(self.schedule)
         if problem is not None:
-            raise DefinitionError(f"job {self.name!r}: schedule {self.schedule!r} is not a cron "
-                                  f"schedule Airflow accepts ({problem}); e.g. '0 * * * *', "
-                                  "'@hourly', '0 9 * * MON-FRI'", code="ARGUMENT_INVALID")
+            raise DefinitionError(f"job {self.name!r}: schedule {self.schedule!r} is not a "
+                                  f"schedule with data intervals Airflow accepts ({problem}); "
+                                  "e.g. '0 * * * *', '@hourly', '0 9 * * MON-FRI', "
+                                  "timedelta(minutes=30)", code="ARGUMENT_INVALID")
         if self.partition_format not in _PARTITION_FORMATS:
             raise DefinitionError(f"job {self.name!r}: partition_format must be one of "
                                   f"{', '.join(_PARTITION_FORMATS)}, got "
@@ -272,7 +278,7 @@ class PipelineJob:
         """Small JSON-able summary (for DAG docs and ``--dry-run``)."""
         return {
             "name": self.name, "description": self.description, "owner": self.owner,
-            "tags": list(self.tags), "schedule": self.schedule,
+            "tags": list(self.tags), "schedule": str(self.schedule),
             "source": {"path": self.source.path, "partition": self.source.partition,
                        "format": self.source.format, "order_by": list(self.source.order_by)},
             "partition_format": self.partition_format, "lookback": self.lookback,

@@ -80,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     backfill.add_argument("--last", help="last partition")
     backfill.add_argument("--rebuild", action="store_true",
                           help="new state generation from scratch, published when complete")
-    backfill.add_argument("--dry-run", action="store_true")
+    backfill.add_argument("--dry-run", action="store_true",
+                          help="plan only: list the partitions and files it would process")
     backfill.add_argument("--no-validate", action="store_true",
                           help="turn the GX gate off (recorded as validation: off)")
 

@@ -261,6 +261,10 @@ def test_spark_remote_is_spark_remote_else_the_spark_connect_connection(monkeypa
      (datetime(2024, 3, 1, 4, tzinfo=UTC), datetime(2024, 3, 1, 5, tzinfo=UTC))),
     ("@quarterly", datetime(2024, 5, 2, tzinfo=UTC),
      (datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 4, 1, tzinfo=UTC))),
+    # a timedelta, as Airflow accepts it (DeltaDataIntervalTimetable): the interval ends at
+    # the manual run's run_after
+    (timedelta(minutes=30), datetime(2024, 3, 1, 5, 17, tzinfo=UTC),
+     (datetime(2024, 3, 1, 4, 47, tzinfo=UTC), datetime(2024, 3, 1, 5, 17, tzinfo=UTC))),
 ])
 def test_any_airflow_schedule_still_gives_the_dag_data_intervals(schedule, after, interval):
     """Presets and names (``@hourly``, ``MON-FRI``) build a DAG whose runs have real data
@@ -305,6 +309,13 @@ def test_params_default_to_the_pipelines_last_complete_partition():
     context["params"] = {"first": None, "last": None}     # empty: the interval's partitions
     assert partitions_of(context, job) == job.partition_range(
         datetime(2024, 3, 5, 13, tzinfo=UTC), datetime(2024, 3, 5, 14, tzinfo=UTC))
+    # a reversed range is refused by the one partition-range rule, with its code
+    from windowlib.core.errors import InputError
+
+    context["params"] = {"first": "2024-03-01T05", "last": "2024-03-01T02"}
+    with pytest.raises(InputError) as reversed_range:
+        partitions_of(context, job)
+    assert reversed_range.value.code == "PARTITION_RANGE_REVERSED"
 
 
 def test_every_pipeline_dag_has_a_deadline_alert_and_a_failure_notifier(monkeypatch):
@@ -314,7 +325,7 @@ def test_every_pipeline_dag_has_a_deadline_alert_and_a_failure_notifier(monkeypa
     from datetime import timedelta
 
     from _windowlib_factory import build_dag
-    from _windowlib_ops import deadline_missed, notify_failure
+    from _windowlib_ops import notify_failure
     from airflow.sdk import DeadlineReference
 
     from jobs.registry import get
@@ -347,13 +358,26 @@ def test_every_pipeline_dag_has_a_deadline_alert_and_a_failure_notifier(monkeypa
         run_id = "scheduled__2024-03-01T01:00:00+00:00"
 
     notify_failure({"ti": TI(), "dag_run": Run(), "exception": ValueError("boom")})
-    deadline_missed(dag_id="windowlib_clickstream_demo", pipeline="clickstream_demo",
-                    limit="0:45:00", other="ignored")
+    # a missed deadline: Airflow's executor calls the alert's callback with its kwargs plus the
+    # context the scheduler adds (Deadline.handle_miss: the DAG run as the REST API shows it,
+    # the deadline's id and time)
+    import structlog
+    from airflow.sdk.execution_time.callback_supervisor import execute_callback
+
+    context = {"dag_run": {"dag_id": "windowlib_clickstream_demo", "dag_run_id": Run.run_id,
+                           "queued_at": "2024-03-01T01:00:05Z", "state": "running"},
+               "deadline": {"id": "0198-d", "deadline_time": "2024-03-01T01:45:05Z"}}
+    done = execute_callback(alert.callback.path, {**alert.callback.kwargs, "context": context},
+                            dag_rel_path="windowlib_pipelines.py", bundle_path=None,
+                            log=structlog.get_logger("wl_test_callback"))
+    assert done == (True, None)
     assert received == [
         {"kind": "task_failed", "dag_id": "windowlib_clickstream_demo", "task_id": "publish",
          "run_id": "scheduled__2024-03-01T01:00:00+00:00", "try_number": 2, "error": "boom"},
         {"kind": "deadline_missed", "dag_id": "windowlib_clickstream_demo",
-         "pipeline": "clickstream_demo", "limit": "0:45:00"}]
+         "run_id": "scheduled__2024-03-01T01:00:00+00:00",
+         "deadline": "2024-03-01T01:45:05Z", "pipeline": "clickstream_demo",
+         "limit": "0:45:00"}]
     sys.modules["wl_test_notifier"].send = None        # a broken notifier never raises
     notify_failure({"ti": TI(), "dag_run": Run(), "exception": None})
     sys.modules.pop("wl_test_notifier")

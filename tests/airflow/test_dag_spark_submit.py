@@ -3,15 +3,17 @@ connection at parse time, a pipeline DAG is ``plan -> run -> report`` and ``run`
 ``jobs/run_pipeline.py`` with ``spark-submit`` (a real Spark application on ``local[2]``).
 
 ``dag.test()`` runs in a subprocess (the DAG must be parsed with the connection variable set):
-a run publishes under the plan's idempotency key; a second run of the same DAG run id finds
-nothing new. With the connection pointing at a real standalone cluster (the ``spark_cluster``
-fixture: 2 workers without ``AWS_*`` variables) and the lake on SeaweedFS, the submitted
-application runs on the cluster's executors and publishes; no secret reaches the task's
-output. With a Spark Connect server whose master is that cluster named by a ``spark_connect``
-connection instead, the five-task DAG runs as thin Connect clients on the cluster. (A failed
-audit makes the submitted ``run_pipeline.py`` exit 1, which fails the task;
-``tests/jobs/test_jobs_run_pipeline_spark.py`` pins that exit code and its message in-process
-instead of paying a second ``spark-submit`` here.)"""
+a run publishes under the plan's idempotency key — in an application with Hive support on
+(``spark-defaults.conf``), naming its tables in a Derby metastore without leaving directories
+behind — and a second run of the same DAG run id finds nothing new. With the connection
+pointing at a real standalone cluster (the ``spark_cluster`` fixture: 2 workers without
+``AWS_*`` variables) and the lake on SeaweedFS, the submitted application runs on the
+cluster's executors and publishes; no secret reaches the task's output. With a Spark Connect
+server whose master is that cluster named by a ``spark_connect`` connection instead, the
+five-task DAG runs as thin Connect clients on the cluster. (A failed audit makes the submitted
+``run_pipeline.py`` exit 1, which fails the task; ``tests/jobs/test_jobs_run_pipeline_spark.py``
+pins that exit code and its message in-process instead of paying a second ``spark-submit``
+here.)"""
 
 from __future__ import annotations
 
@@ -56,6 +58,18 @@ def _dag_test(root: str, **env: str) -> tuple[dict, str]:
         return json.loads(result.read_text()), done.stdout + done.stderr
 
 
+def _hive_conf(home: Path) -> Path:
+    """A ``SPARK_CONF_DIR`` whose ``spark-defaults.conf`` turns Hive support on, with the
+    embedded Derby metastore and the warehouse under ``home``."""
+    conf = home / "conf"
+    conf.mkdir(parents=True)
+    (conf / "spark-defaults.conf").write_text(
+        "spark.sql.catalogImplementation hive\n"
+        f"spark.sql.warehouse.dir {home / 'warehouse'}\n"
+        f"spark.driver.extraJavaOptions -Dderby.system.home={home}\n")
+    return conf
+
+
 def test_spark_submit_run_publishes_under_the_plans_key_and_a_rerun_is_a_no_op(airflow_db,
                                                                                tmp_path):
     from _windowlib_factory import run_key
@@ -68,9 +82,16 @@ def test_spark_submit_run_publishes_under_the_plans_key_and_a_rerun_is_a_no_op(a
     write_synthetic(lake / DATA_PATH, hours=1, events_per_hour=40, late_fraction=0.0,
                     very_late_fraction=0.0)
     root = lake.as_uri()
-    result, _ = _dag_test(root)
+    # the submitted application has Hive support (spark-defaults.conf), as on many clusters:
+    # the catalog names go into a real (Derby) metastore
+    result, log = _dag_test(root, SPARK_CONF_DIR=str(_hive_conf(tmp_path / "hive")))
     assert result["state"] == "success", result
     assert result["tasks"] == {"plan": "success", "run": "success", "report": "success"}
+    assert (tmp_path / "hive" / "metastore_db").is_dir()      # the Hive catalog was used
+    # its tables are Spark-specific in the metastore: Hive would have made a directory of each
+    # table's glob location below the table roots (and failed to chmod it)
+    assert not [p for p in lake.rglob("*") if "{" in p.name]
+    assert "Illegal file pattern" not in log
     status = job_status(get("clickstream_demo"), root)
     assert status["version"] == 1 and status["files_consumed_total"] == 1, status
     key = f"{run_key('windowlib_clickstream_demo', result['run_id'])}@v0"

@@ -13,9 +13,10 @@ two-hour synthetic lake and the test registry ``wl_single_registry`` (two pipeli
   run did its interval's work — its ``plan``/``publish`` XComs name the partitions it scanned
   and consumed, and the pipeline's checkpoint in the lake holds exactly those two commits, in
   that order;
-  each backfill run's ``publish`` emitted the pipeline's output Asset event, and the real task
-  logs of ``run``/``audit`` have one summary line each, no GX registration noise and nothing
-  at ERROR;
+  each backfill run's ``publish`` emitted the pipeline's output Asset event, each run missed
+  its 5 s deadline and the scheduler's deadline alert reached the notifier naming the run, and
+  the real task logs of ``run``/``audit`` have one summary line each, no GX registration noise
+  and nothing at ERROR;
 * a browser test: headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright,
   which never downloads a browser) logs in, opens the backfill DAG's Trigger dialog, fills the
   Params form and starts a real backfill (over a re-delivered file); once the REST API shows
@@ -127,8 +128,11 @@ def services(tmp_path_factory):
              "PYTHONPATH": f"{HERE}:{REPO}",
              "WINDOWLIB_DAG_START_DATE": "2024-03-01T00:00:00+00:00",
              "WINDOWLIB_DAG_END_DATE": "2024-03-01T00:00:00+00:00",
-             # the real scheduler runs the pipelines' deadline alerts (dag.test() cannot)
-             "WINDOWLIB_DEADLINE_ALERTS": "on"}
+             # the real scheduler runs the pipelines' deadline alerts (dag.test() cannot);
+             # the notifier writes each event to a file the tests read
+             "WINDOWLIB_DEADLINE_ALERTS": "on",
+             "WINDOWLIB_NOTIFIER": "wl_notifier:record",
+             "WL_NOTIFIER_FILE": str(base / "alerts.jsonl")}
     running = airflow_services.start(base / "home", _free_port(), lake.as_uri(),
                                      timeout=900, extra_env=extra)
     try:
@@ -273,6 +277,9 @@ def test_native_backfill_runs_each_interval_once_in_order_and_does_the_work(serv
                   f"/assets/events?source_dag_id={HISTORY_DAG}&order_by=timestamp")
     extras = sorted((e["source_run_id"], e["extra"]["version"]) for e in events["asset_events"])
     assert extras == sorted((r["dag_run_id"], i + 1) for i, r in enumerate(runs)), events
+    # each run missed its 5 s deadline: the scheduler's deadline alert called the notifier
+    # with the run it was about (the callback runs on the executor, some time after the miss)
+    _wait_deadline_alerts(services, {r["dag_run_id"] for r in runs})
     # a real task log (the supervisor's): one summary line for the stage, no GX registration
     # noise, nothing logged at ERROR (Spark's JVM stderr goes to the log at DEBUG/WARNING)
     for task_id in ("run", "audit"):
@@ -281,6 +288,24 @@ def test_native_backfill_runs_each_interval_once_in_order_and_does_the_work(serv
         assert not [e for e in log if e.get("level") in ("error", "critical")], log
         assert not [t for t in lines if "Skipping registering function" in t]
         assert sum(t.startswith(f"windowlib {task_id} {HISTORY}:") for t in lines) == 1, lines
+
+
+def _wait_deadline_alerts(services, run_ids: set[str], timeout: float = 300) -> None:
+    from wl_single_registry import HISTORY, HISTORY_DEADLINE
+
+    alerts = Path(services.env["WL_NOTIFIER_FILE"])
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = alerts.read_text().splitlines() if alerts.exists() else []
+        missed = [e for e in map(json.loads, lines) if e["kind"] == "deadline_missed"]
+        if {e.get("run_id") for e in missed} >= run_ids or time.monotonic() > deadline:
+            break
+        time.sleep(5)
+    mine = [e for e in missed if e.get("run_id") in run_ids]
+    assert {e["run_id"] for e in mine} == run_ids, lines
+    for event in mine:
+        assert event["dag_id"] == HISTORY_DAG and event["pipeline"] == HISTORY, event
+        assert event["limit"] == str(HISTORY_DEADLINE) and event["deadline"], event
 
 
 def _task_log(services, token: str, dag_id: str, run_id: str, task_id: str) -> list[dict]:

@@ -6,12 +6,14 @@ pipeline DAGs (plus ``windowlib_backfill``) over the same synthetic clickstream.
 * ``clickstream_history``: the same definition under its own name (own checkpoint namespace and
   output folder) whose schedule starts in 2100, so the scheduler creates **no** run of it: every
   run of ``windowlib_clickstream_history`` is an Airflow-native backfill run, and what its
-  checkpoint holds was done by those runs alone.
+  checkpoint holds was done by those runs alone. Its deadline alert is 5 s after a run is
+  queued, so every run misses it and the real scheduler's alert reaches the notifier.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -23,6 +25,7 @@ __all__ = ["HISTORY", "default_root", "get", "registry", "validate_root"]
 
 HISTORY = "clickstream_history"
 HISTORY_START = "2100-01-01T00:00:00+00:00"  # no scheduled interval: backfills only
+HISTORY_DEADLINE = timedelta(seconds=5)       # every run misses it: the alert fires for real
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ def _history() -> PipelineJob:
     values.update(name=HISTORY, pipeline=replace(base.pipeline, name=HISTORY, _compiled=[]),
                   description="clickstream_demo's definition, run by Airflow-native backfills "
                               "only (its schedule starts in 2100).",
-                  start_date=HISTORY_START, end_date=HISTORY_START)
+                  start_date=HISTORY_START, end_date=HISTORY_START,
+                  run_deadline=HISTORY_DEADLINE)
     return DatedJob(**values)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 import windowlib as wl
@@ -114,6 +116,8 @@ def test_source_paths_stay_inside_the_root(path):
     ({"schedule": "every hour"}, "ARGUMENT_INVALID"),
     ({"schedule": "0 9 * * MON-FUN"}, "ARGUMENT_INVALID"),
     ({"schedule": 3600}, "ARGUMENT_INVALID"),
+    ({"schedule": timedelta(0)}, "ARGUMENT_INVALID"),     # Airflow: must be positive
+    ({"schedule": timedelta(minutes=-5)}, "ARGUMENT_INVALID"),
     ({"lookback": -1}, "ARGUMENT_INVALID"),
     ({"partition_format": "YYYYMMDD"}, "ARGUMENT_INVALID"),
     ({"watermark": "10 minutes"}, "ARGUMENT_INVALID"),
@@ -133,6 +137,12 @@ def test_schedules_accept_what_airflow_accepts(schedule):
     """Airflow's own cron parsing decides (presets, names, ranges, ``L``), not a regex."""
     pytest.importorskip("airflow")
     assert _job(schedule=schedule).schedule == schedule
+
+
+def test_a_timedelta_schedule_is_accepted_as_airflow_accepts_it():
+    every = timedelta(minutes=30)
+    job = _job(schedule=every)
+    assert job.schedule == every and job.describe()["schedule"] == "0:30:00"
 
 
 def test_partition_range_covers_the_interval_and_the_lookback():

@@ -26,12 +26,19 @@ def _run(argv: list[str], capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_run_on_a_missing_source_folder_exits_2_with_a_code(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["run", "backfill"])
+def test_a_missing_source_folder_exits_2_with_a_code_before_spark_starts(tmp_path, command):
+    """A user mistake is told at once: the source is checked before a Spark session (a JVM,
+    ~20 s here) is started."""
     root = (tmp_path / "lake").as_uri()      # nothing under it: no data/clickstream folder
-    code, out, err = _run(["run", "--pipeline", PIPELINE, "--root", root, "--json"], capsys)
-    assert code == 2, (out, err)
+    proc = subprocess.run([sys.executable, "-m", "windowlib.cli", command, "--pipeline",
+                           PIPELINE, "--root", root, "--json"], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    out, err = proc.stdout, proc.stderr
+    assert proc.returncode == 2, (out, err)
     assert "[SOURCE_NOT_FOUND]" in err and f"{root}/" in err
     assert "nothing_new" not in out and "Traceback" not in err
+    assert "log4j" not in err and "SparkContext" not in err     # no JVM was started
 
 
 @pytest.mark.parametrize(("first", "last", "code"), [
@@ -73,6 +80,14 @@ def _help_texts() -> list[str]:
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     texts += [p.format_help() for p in sub.choices.values()]
     return texts
+
+
+def test_every_option_has_a_help_text():
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    bare = [f"{name} {' '.join(a.option_strings)}" for name, p in sub.choices.items()
+            for a in p._actions if a.option_strings and not a.help]
+    assert bare == []
 
 
 def test_help_texts_carry_no_rst_markup():

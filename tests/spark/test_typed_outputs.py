@@ -229,3 +229,21 @@ def test_incremental_runs_write_typed_results_and_side_outputs(spark, tmp_path):
         sorted(tuple(v.values()) for v in side["big"])
     audit = read_side_outputs(where["output"], spark=spark, tag="audit")
     assert audit.columns == ["value_json"] and audit.count() == len(side["audit"])
+    _side_outputs_table_agrees(spark, where["output"], p.name)
+
+
+def _side_outputs_table_agrees(spark, output: str, pipeline: str) -> None:
+    """The side outputs are a table too: the catalog name and a non-Spark reader (the Delta
+    table through pyarrow) show exactly what ``read_side_outputs`` reads."""
+    from windowlib.runs.outputs import read_side_outputs
+    from windowlib.runs.tables import open_table, spark_names
+
+    committed = read_side_outputs(output, spark=spark)
+    by_name = spark.table(spark_names(pipeline)["side_outputs"])
+    assert by_name.columns == committed.columns
+    assert by_name.count() == committed.count() > 0
+    assert by_name.exceptAll(committed).count() == committed.exceptAll(by_name).count() == 0
+    delta = open_table(output, "side_outputs").to_pyarrow_dataset().to_table()
+    pairs = zip(delta.column("tag").to_pylist(), delta.column("value_json").to_pylist())
+    assert sorted(pairs, key=repr) == sorted(((r["tag"], r["value_json"])
+                                              for r in committed.collect()), key=repr)

@@ -142,11 +142,13 @@ def run_job(job: Any, root: str, *, partitions: Sequence[Any] | None = None,
         check_job_range(job, *partitions)
     checkpoint, output = job.locations(root)
     docs = f"{root.rstrip('/')}/_windowlib/quality/{job.name}"
+    source = job.source_for(root)
     gate: Gate | None = None
     if not dry_run:
+        source.require_location()   # a missing source is told before a JVM is started
         gate = validator(job, _local_path(docs)) if validate else validation_off
         spark = job_session(spark)
-    return run_incremental(job.pipeline, job.source_for(root), checkpoint, output, partitions,
+    return run_incremental(job.pipeline, source, checkpoint, output, partitions,
                            job.watermark, spark=spark, run_id=run_id,
                            result_schema=job.result_schema, validate=gate,
                            publish_on_failure=publish_on_failure, dry_run=dry_run,

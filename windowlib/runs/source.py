@@ -206,9 +206,7 @@ class PartitionedSource:
                            tuple(sorted(fs, key=lambda f: f.path)))
                  for v, fs in groups.items()]
         if not seen and not self._location_exists():
-            raise InputError(f"source {self.location} does not exist (no folder, or no object "
-                             "under the prefix): check the root and the source path, or land "
-                             "data first", code="SOURCE_NOT_FOUND")
+            raise self._not_found()
         kinds = {p.start_ms is not None for p in parts}
         if len(kinds) > 1:
             raise InputError(f"{self.uri}: partition values mix times and non-times "
@@ -223,6 +221,19 @@ class PartitionedSource:
         hi = None if last is None else key(self._bound(last))
         return [p for p in parts
                 if (lo is None or key(p) >= lo) and (hi is None or key(p) <= hi)]
+
+    def require_location(self) -> None:
+        """``SOURCE_NOT_FOUND`` (as :meth:`list_partitions` raises it) unless the location
+        exists; reads at most one listing page — a check cheap enough to run before a Spark
+        session is started."""
+        first = next(iter(open_store(self.location, self.settings).list(hidden=True)), None)
+        if first is None and not self._location_exists():
+            raise self._not_found()
+
+    def _not_found(self) -> InputError:
+        return InputError(f"source {self.location} does not exist (no folder, or no object "
+                          "under the prefix): check the root and the source path, or land "
+                          "data first", code="SOURCE_NOT_FOUND")
 
     def _location_exists(self) -> bool:
         """Whether the (empty) location exists: a folder for ``file://``; on S3 a prefix

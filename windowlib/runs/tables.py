@@ -284,12 +284,21 @@ def _properties(spark: Any, qualified: str, quoted: str) -> dict[str, str] | Non
     return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()}
 
 
+_CATALOG_FORMAT = "|spark-specific"   # how register_tables stores a table in the catalog
+
+
 def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
                    props: dict[str, str]) -> None:
     """Create the table, or move it to ``location``; a location it already has is not set
-    again (setting one makes Spark list its files)."""
+    again (setting one makes Spark list its files).
+
+    In a Hive metastore the table is stored in Spark's own format (``skipHiveMetadata``):
+    stored Hive-compatibly, the metastore would make a directory of the glob location below
+    the table root at creation, and Hive-side readers would read that empty directory — other
+    engines read the Delta table at its location instead. A table created before (Hive-
+    compatible) is created again once (the format is part of the recorded schema digest)."""
     name = _q(db, tbl)
-    digest = _digest(struct.json())
+    digest = _digest(struct.json() + _CATALOG_FORMAT)
     props = {**props, f"{META}schema": digest, f"{META}location": _digest(location)}
     current = _properties(spark, f"{db}.{tbl}", name)
     if current is not None and current.get(f"{META}schema") != digest:
@@ -297,7 +306,7 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
         current = None
     if current is None:
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",
-                                  schema=struct)
+                                  schema=struct, skipHiveMetadata="true")
     elif current.get(f"{META}location") != props[f"{META}location"]:
         spark.sql(f"ALTER TABLE {name} SET LOCATION {_lit(location)}")
     listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(props.items()))
