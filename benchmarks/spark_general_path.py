@@ -15,11 +15,14 @@ collected):
 - pane path (``python_panes``): that pipeline as the planner runs it one-shot — the function
   once per firing (all three outputs); ``python_batch``: the same function written as a
   ``BatchWindowFunction`` (Arrow compute over thousands of panes per call);
+- ``count_window`` / ``count_window_panes``: Flink's ``countWindow(10)`` (``GlobalWindows``, a
+  purging ``CountTrigger.of(10)``) with the same function, on the general and the pane path;
 - ``--hour``: the same three over one hourly partition (one bundle, ~100k distinct keys at the
   default size), where the fixed cost per key and per Python call dominates.
 
     .venv/bin/python benchmarks/spark_general_path.py [--events N] [--keys K] [--repeat R]
-        [--data DIR] [--cases native,native_path,declarative,python,python_panes,python_batch]
+        [--data DIR] [--cases native,native_path,declarative,python,python_panes,python_batch,
+                          count_window,count_window_panes]
         [--hour 2024-03-01T05] [--result-schema]
 """
 
@@ -43,7 +46,8 @@ import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
 
-CASES = ("native", "native_path", "declarative", "python", "python_panes", "python_batch")
+CASES = ("native", "native_path", "declarative", "python", "python_panes", "python_batch",
+         "count_window", "count_window_panes")
 RESULT_SCHEMA = "n long, total long, pane long"
 
 
@@ -96,7 +100,12 @@ def pipelines() -> dict:
 
     python = early_counts("bench_py").process(Summary())
     batch = early_counts("bench_batch").process_panes(SummaryBatch())
-    return {"declarative": declarative, "python": python, "python_batch": batch}
+    # Flink's countWindow(10): GlobalWindows, a purging CountTrigger
+    count_window = (wl.Pipeline("bench_cw", timestamp="ts").key_by("key")
+                    .window(wl.GlobalWindows.create())
+                    .trigger(wl.PurgingTrigger.of(wl.CountTrigger.of(10))).process(Summary()))
+    return {"declarative": declarative, "python": python, "python_batch": batch,
+            "count_window": count_window}
 
 
 def bench(spark, frame, label: str, cases: list[str], repeat: int,
@@ -115,7 +124,8 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
 
     def general(pipeline):
         # typed result columns instead of result_json (the Python case only)
-        schema = RESULT_SCHEMA if result_schema and pipeline.name == "bench_py" else None
+        schema = RESULT_SCHEMA if result_schema and pipeline.name in ("bench_py", "bench_cw") \
+            else None
 
         def run():
             result = run_dataframe(pipeline, frame(), "arrival_hour",
@@ -134,7 +144,8 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
 
     def pane_path(name: str):
         def run():
-            schema = RESULT_SCHEMA if result_schema and name == "python" else None
+            schema = RESULT_SCHEMA if result_schema and name in ("python", "count_window") \
+                else None
             result = run_dataframe(pipelines()[name], frame(), "arrival_hour",
                                    watermark=wl.BoundedOutOfOrderness("10 minutes"),
                                    finalize=True, result_schema=schema, path="panes")
@@ -145,13 +156,16 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
 
     runs = {"native": native, "native_path": native_path, "python_panes": pane_path("python"),
             "python_batch": pane_path("python_batch"),
+            "count_window_panes": pane_path("count_window"),
             **{k: general(p) for k, p in pipelines().items() if k != "python_batch"}}
     labels = {"native": "hand-written Spark SQL (groupBy key, window 5 min; sum, count)",
               "native_path": "windowlib native path, declarative sum+count (all outputs)",
               "declarative": "general path, declarative sum+count (all outputs)",
               "python": "general path, ProcessWindowFunction + early count trigger",
               "python_panes": "pane path, the same ProcessWindowFunction (all outputs)",
-              "python_batch": "pane path, the same as a BatchWindowFunction (all outputs)"}
+              "python_batch": "pane path, the same as a BatchWindowFunction (all outputs)",
+              "count_window": "general path, count windows of 10 (purging), the same function",
+              "count_window_panes": "pane path, the same count windows (all outputs)"}
     native()  # warm-up
     t_native = timed(native, repeat)
     print(f"  {labels['native']:<64}{t_native:7.2f} s {n / t_native:>12,.0f} events/s")
