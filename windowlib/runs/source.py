@@ -27,9 +27,8 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,17 +40,23 @@ from windowlib.core.partitions import (
     partition_precision,
 )
 from windowlib.runs.frames import (
-    arrow_target_schema,
     as_struct,
-    conform,
     io_parallelism,
     large_var_types,
+)
+from windowlib.runs.source_readers import (
+    ERROR_COLUMN,
+    FILE_COLUMN,
+    LINE_COLUMN,
+    ROW_COLUMN,
+    make_line_reader,
+    make_parquet_reader,
 )
 from windowlib.state.hive import partition_value
 from windowlib.state.objectstore import is_hidden
 from windowlib.state.s3config import S3Settings
 from windowlib.state.stores import open_store
-from windowlib.state.taskfs import TaskFilesystem, arrow_filesystem, task_filesystem
+from windowlib.state.taskfs import arrow_filesystem, task_filesystem
 from windowlib.state.uri import Uri
 
 __all__ = [
@@ -66,14 +71,9 @@ __all__ = [
     "SourceRead",
 ]
 
-FILE_COLUMN = "__wl_file"
-ROW_COLUMN = "__wl_row"
-ERROR_COLUMN = "__wl_error"
 CORRUPT_COLUMN = "__wl_corrupt"
-_LINE = "__wl_line"
 FORMATS = ("parquet", "csv", "json")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
-_BATCH = 65_536
 
 
 # --- listing ----------------------------------------------------------------------------------
@@ -296,14 +296,15 @@ class PartitionedSource:
         part_field = StructField(self.partition, StringType(), True)
         if self.format == "parquet":
             task_schema = StructType([*data_fields, part_field, *extra])
-            fn = _make_parquet_reader(fs, items, task_schema.json(), large_var_types(spark))
+            fn = make_parquet_reader(fs, items, task_schema.json(), large_var_types(spark))
             frame = ids.mapInArrow(fn, task_schema)
             frame = frame.withColumn(CORRUPT_COLUMN, F.lit(None).cast("string"))
         else:
-            task_schema = StructType([StructField(_LINE, StringType(), True), part_field, *extra])
+            task_schema = StructType([StructField(LINE_COLUMN, StringType(), True), part_field,
+                                      *extra])
             header = str(self.options.get("header", self.format == "csv")).lower() == "true"
             names = [f.name for f in data_fields] if self.format == "csv" else []
-            fn = _make_line_reader(fs, items, header, names, self.options.get("sep", ","),
+            fn = make_line_reader(fs, items, header, names, self.options.get("sep", ","),
                                    self.partition)
             lines = ids.mapInArrow(fn, task_schema)
             rec = StructType([*data_fields, StructField(CORRUPT_COLUMN, StringType())])
@@ -312,7 +313,7 @@ class PartitionedSource:
             parse = F.from_csv if self.format == "csv" else F.from_json
             ddl = (", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in rec.fields)
                    if self.format == "csv" else rec)
-            parsed = lines.withColumn("__wl_rec", parse(F.col(_LINE), ddl, opts))
+            parsed = lines.withColumn("__wl_rec", parse(F.col(LINE_COLUMN), ddl, opts))
             frame = parsed.select(*[F.col("__wl_rec")[f.name].alias(f.name) for f in data_fields],
                                   F.col(self.partition), F.col(FILE_COLUMN), F.col(ROW_COLUMN),
                                   F.col("__wl_rec")[CORRUPT_COLUMN].alias(CORRUPT_COLUMN),
@@ -344,96 +345,3 @@ class PartitionedSource:
                 continue
         raise InputError(f"{self.uri}: cannot infer a schema, no file is readable; give "
                          "schema=", code="SCHEMA_REQUIRED")
-
-
-# --- tasks ------------------------------------------------------------------------------------
-
-def _reason(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    return text[:500]
-
-
-def _make_parquet_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]],
-                         schema_json: str, large: bool) -> Any:
-    def read(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        from pyspark.sql.types import StructType
-
-        target = arrow_target_schema(StructType.fromJson(json.loads(schema_json)), large)
-        data_target = pa.schema(list(target)[:-4])
-        filesystem = fs.open()
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                arrow_path, uri, value = items[i]
-                rows = -1
-                try:
-                    with filesystem.open_input_file(arrow_path) as handle:
-                        table = conform(pq.read_table(handle), data_target)
-                    error = None
-                except Exception as exc:
-                    table, error = pa.table({f.name: pa.nulls(1, f.type)
-                                             for f in data_target}, schema=data_target), exc
-                    rows = _footer_rows(filesystem, arrow_path)
-                n = table.num_rows
-                table = (table.append_column(target.field(len(data_target)),
-                                             pa.array([value] * n, target[-4].type))
-                         .append_column(target.field(len(data_target) + 1),
-                                        pa.array([uri] * n, target[-3].type))
-                         .append_column(target.field(len(data_target) + 2),
-                                        pa.array([rows] if error else range(n), pa.int64()))
-                         .append_column(target.field(len(data_target) + 3),
-                                        pa.array([_reason(error) if error else None] * n,
-                                                 target[-1].type)))
-                yield from table.cast(target).to_batches(max_chunksize=_BATCH)
-
-    return read
-
-
-def _footer_rows(filesystem: Any, arrow_path: str) -> int:
-    """The row count in an unreadable Parquet file's footer, -1 when even that is unreadable."""
-    import pyarrow.parquet as pq
-
-    try:
-        with filesystem.open_input_file(arrow_path) as handle:
-            return int(pq.ParquetFile(handle).metadata.num_rows)
-    except Exception:
-        return -1
-
-
-def _make_line_reader(fs: TaskFilesystem, items: list[tuple[str, str, str]], header: bool,
-                      names: list[str], sep: str, partition: str) -> Any:
-    def read(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        schema = pa.schema([(_LINE, pa.string()), (partition, pa.string()),
-                            (FILE_COLUMN, pa.string()), (ROW_COLUMN, pa.int64()),
-                            (ERROR_COLUMN, pa.string())])
-        filesystem = fs.open()
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                arrow_path, uri, value = items[i]
-                rows, lines = -1, []
-                try:
-                    with filesystem.open_input_file(arrow_path) as handle:
-                        text = handle.read().decode("utf-8")
-                    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
-                    lines = [ln for ln in lines if ln.strip()]
-                    if header and lines:
-                        got = [c.strip().strip('"') for c in lines[0].split(sep)]
-                        lines = lines[1:]
-                        if got != names:
-                            raise ValueError(f"CSV header {got} does not match the schema's "
-                                             f"columns {names}")
-                    error = None
-                except Exception as exc:
-                    rows = len(lines) if lines else -1     # lines were read: their count holds
-                    lines, error = [None], _reason(exc)
-                n = len(lines)
-                cols = [pa.array(lines, pa.string()), pa.array([value] * n, pa.string()),
-                        pa.array([uri] * n, pa.string()),
-                        pa.array([rows] if error else range(n), pa.int64()),
-                        pa.array([error] * n, pa.string())]
-                yield from pa.Table.from_arrays(cols, schema=schema).to_batches(_BATCH)
-
-    return read
