@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import windowlib as wl
+from windowlib import aggregates as agg
 from windowlib.core.errors import ExecutionError
 from windowlib.runs.incremental import open_checkpoint, run_incremental
 from windowlib.testing import Bundle, run_bundles
@@ -35,6 +36,34 @@ class Fragile:
 
     def evict_after(self, elements, size, window, ctx):
         pass
+
+
+def spread(a, b):
+    """A DeltaTrigger's delta function: divides by the previous value (0 -> fails)."""
+    return b["value"] / a["value"]
+
+
+class Stubborn(wl.Trigger):
+    """A user trigger that fails when its window's end comes."""
+
+    def on_element(self, element, timestamp, window, ctx):
+        ctx.register_event_time_timer(window.max_timestamp)
+        return wl.TriggerResult.CONTINUE
+
+    def on_event_time(self, time, window, ctx):
+        raise LookupError("no such pane")
+
+    def on_processing_time(self, time, window, ctx):
+        return wl.TriggerResult.CONTINUE
+
+    def clear(self, window, ctx):
+        ctx.delete_event_time_timer(window.max_timestamp)
+
+
+def counting(trigger):
+    return (wl.Pipeline("failing_trigger", timestamp="ts").key_by("key")
+            .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(10))).trigger(trigger)
+            .aggregate(agg.count()))
 
 
 def pipeline(fn=None):
@@ -78,12 +107,29 @@ def test_a_failing_evictor_is_named_too():
     check(err, "Fragile", "RuntimeError: cannot evict")
 
 
+@pytest.mark.parametrize("trigger, what, original", [
+    (wl.DeltaTrigger.of(1.0, spread), "DeltaTrigger", "ZeroDivisionError"),
+    (Stubborn(), "Stubborn", "LookupError: no such pane"),
+], ids=["delta function", "user trigger"])
+def test_a_failing_trigger_is_named_too(trigger, what, original):
+    """Triggers run user code too (a DeltaTrigger's delta function, a user's Trigger)."""
+    with pytest.raises(ExecutionError) as err:
+        run_bundles(counting(trigger), [Bundle([{"key": "zero", "ts": 1, "value": 0},
+                                                {"key": "zero", "ts": 2, "value": 1}])],
+                    finalize=True)
+    check(err, f"trigger {what}", original)
+
+
 def test_spark_one_shot_raises_the_windowlib_error(spark):
     df = spark.createDataFrame([("zero", T0, 0, "h0")],
                                "key string, ts timestamp, value long, arrival string")
     with shipped(), pytest.raises(ExecutionError) as err:
         pipeline().run(df, arrival="arrival", finalize=True)
     check(err)
+    with shipped(), pytest.raises(ExecutionError) as err:       # the same for a trigger
+        counting(wl.DeltaTrigger.of(1.0, spread)).run(
+            df.union(df.withColumn("value", df["value"] + 1)), arrival="arrival", finalize=True)
+    check(err, "trigger DeltaTrigger")
 
 
 def test_functions_the_executors_cannot_import_are_a_coded_error(spark):

@@ -27,7 +27,7 @@ from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
-from windowlib.core.runner import function_failed
+from windowlib.core.runner import function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.triggers.base import TriggerResult
 from windowlib.core.window_context import WindowTriggerContext
@@ -165,10 +165,15 @@ class KeyDriver(SessionMerging):
         ctx = self._ctx
         ctx.window, ctx.record = window, record
         plan = self._plan
-        if domain == EVENT:
-            result = plan.on_event_time(time, window, ctx)
-        else:
-            result = plan.on_processing_time(time, window, ctx)
+        try:
+            if domain == EVENT:
+                result = plan.on_event_time(time, window, ctx)
+            else:
+                result = plan.on_processing_time(time, window, ctx)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
         if result is not _CONTINUE:
             self._act(window, record, result, domain, time)
         if domain == plan.domain and time == cleanup_time(window.max_timestamp,
@@ -216,7 +221,12 @@ class KeyDriver(SessionMerging):
                 raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
             record.pending = True
             ctx.window, ctx.record = window, record
-            result = on_element(row, ts_ms, window, ctx)
+            try:
+                result = on_element(row, ts_ms, window, ctx)
+            except WindowlibError:
+                raise
+            except Exception as exc:
+                raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
             if result is not _CONTINUE:
                 self._act(window, record, result, None, 0)
             if (new or merging is not None) and cleanup_at != MAX_TS:
@@ -324,7 +334,7 @@ class KeyDriver(SessionMerging):
         if not plan.skip_trigger_clear:
             ctx = self._ctx
             ctx.window, ctx.record = window, record
-            self.logic.trigger.clear(window, ctx)
+            self._clear_trigger(window, ctx)
         if record.timers:
             self._drop_timers(window, record)
         merging = self.merging
