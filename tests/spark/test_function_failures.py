@@ -85,6 +85,31 @@ def shipped():
         cloudpickle.unregister_pickle_by_value(module)
 
 
+@contextlib.contextmanager
+def jvm_log(spark):
+    """What Spark's log4j loggers write to the console while the block runs: an extra appender
+    on the root logger, behind the console appender's own filter (Spark shows WARN and above
+    there; the root logger itself passes INFO)."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    context = log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    writer = spark.sparkContext._jvm.java.io.StringWriter()
+    appender = log4j.core.appender.WriterAppender.createAppender(
+        log4j.core.layout.PatternLayout.createDefaultLayout(), None, writer, "wl-test", False,
+        True)
+    appender.start()
+    console = config.getAppenders().get("console")
+    config.getRootLogger().addAppender(appender, None if console else log4j.Level.WARN,
+                                       console.getFilter() if console else None)
+    context.updateLoggers()
+    try:
+        yield writer
+    finally:
+        config.getRootLogger().removeAppender("wl-test")
+        context.updateLoggers()
+        appender.stop()
+
+
 def check(err, what="Ratio", original="ZeroDivisionError"):
     text = str(err.value)
     assert err.value.code == "FUNCTION_FAILED", text
@@ -121,11 +146,14 @@ def test_a_failing_trigger_is_named_too(trigger, what, original):
 
 
 def test_spark_one_shot_raises_the_windowlib_error(spark):
+    """... and only that: the executor's own report of the failure (a Python traceback logged
+    by ``Executor`` and ``TaskSetManager``) stays off the console of a local session."""
     df = spark.createDataFrame([("zero", T0, 0, "h0")],
                                "key string, ts timestamp, value long, arrival string")
-    with shipped(), pytest.raises(ExecutionError) as err:
+    with jvm_log(spark) as log, shipped(), pytest.raises(ExecutionError) as err:
         pipeline().run(df, arrival="arrival", finalize=True)
     check(err)
+    assert "ZeroDivisionError" not in log.toString() and "Traceback" not in log.toString()
     with shipped(), pytest.raises(ExecutionError) as err:       # the same for a trigger
         counting(wl.DeltaTrigger.of(1.0, spread)).run(
             df.union(df.withColumn("value", df["value"] + 1)), arrival="arrival", finalize=True)
