@@ -60,6 +60,43 @@ class Stubborn(wl.Trigger):
         ctx.delete_event_time_timer(window.max_timestamp)
 
 
+class Forgetful(wl.ProcessWindowFunction):
+    """Fails when its window's per-window state is cleared."""
+
+    def process(self, key, context, elements):
+        yield {"n": len(elements)}
+
+    def clear(self, context):
+        raise RuntimeError("cannot clear")
+
+
+class Unmergeable(wl.AggregateFunction):
+    """Fails when session windows merge."""
+
+    def create_accumulator(self):
+        return 0
+
+    def add(self, value, accumulator):
+        return accumulator + 1
+
+    def get_result(self, accumulator):
+        return {"n": accumulator}
+
+    def merge(self, a, b):
+        raise ValueError("cannot merge")
+
+
+class Unassignable(wl.TumblingEventTimeWindows):
+    """A user assigner that fails."""
+
+    def assign_windows(self, element, ts_ms, processing_time_ms):
+        raise OSError("no window")
+
+
+def inverse_gap(element):
+    return 1_000 // element["value"]        # 0 -> fails
+
+
 def counting(trigger):
     return (wl.Pipeline("failing_trigger", timestamp="ts").key_by("key")
             .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(10))).trigger(trigger)
@@ -143,6 +180,34 @@ def test_a_failing_trigger_is_named_too(trigger, what, original):
                                                 {"key": "zero", "ts": 2, "value": 1}])],
                     finalize=True)
     check(err, f"trigger {what}", original)
+
+
+def keyed(window):
+    return wl.Pipeline("failing_parts", timestamp="ts").key_by("key").window(window)
+
+
+@pytest.mark.parametrize("p, what, original", [
+    (keyed(wl.TumblingEventTimeWindows.of(wl.Time.minutes(10))).process(Forgetful()),
+     "Forgetful", "RuntimeError: cannot clear"),
+    (keyed(wl.EventTimeSessionWindows.with_gap(wl.Time.seconds(10))).aggregate(Unmergeable()),
+     "Unmergeable", "ValueError: cannot merge"),
+    (keyed(Unassignable.of(wl.Time.minutes(10))).process(Forgetful()),
+     "Unassignable", "OSError: no window"),
+    (keyed(wl.EventTimeSessionWindows.with_dynamic_gap(inverse_gap)).process(Forgetful()),
+     "inverse_gap", "ZeroDivisionError"),
+], ids=["clear", "merge", "assigner", "dynamic gap"])
+def test_every_other_piece_of_user_code_is_named_too(p, what, original):
+    """A window function's ``clear``, an aggregate's ``merge``, a user's assigner, a dynamic
+    session gap function: ``FUNCTION_FAILED`` naming it, the key and the window (or, before
+    there is one, the element's time)."""
+    with pytest.raises(ExecutionError) as err:
+        run_bundles(p, [Bundle([{"key": "zero", "ts": 1, "value": 0},
+                                {"key": "zero", "ts": 15_000, "value": 0},
+                                {"key": "zero", "ts": 8_000, "value": 0}])], finalize=True)
+    text = str(err.value)
+    assert err.value.code == "FUNCTION_FAILED", text
+    assert what in text and "'zero'" in text and original in text, text
+    assert "TimeWindow" in text or "element at 1970-01-01" in text, text
 
 
 def test_spark_one_shot_raises_the_windowlib_error(spark):

@@ -27,7 +27,7 @@ from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
-from windowlib.core.runner import function_failed, trigger_failed
+from windowlib.core.runner import assignment_failed, function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.triggers.base import TriggerResult
 from windowlib.core.window_context import WindowTriggerContext
@@ -193,7 +193,13 @@ class KeyDriver(SessionMerging):
         records, contents = self.records, self.contents
         ctx = self._ctx
         on_element, runner_add = plan.on_element, plan.runner_add
-        for window in plan.assign(row, ts_ms, clock.processing_time):
+        try:
+            windows = plan.assign(row, ts_ms, clock.processing_time)
+        except WindowlibError:
+            raise
+        except Exception as exc:        # a user's assigner or dynamic gap function
+            raise assignment_failed(self.logic.assigner, self.key_arg, ts_ms, exc) from exc
+        for window in windows:
             if merging is not None:
                 window = self._add_merging_window(window)
                 cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
@@ -344,7 +350,12 @@ class KeyDriver(SessionMerging):
             self.contents.pop(merging[window], None)
             merging.pop(window, None)
         if plan.runner_clear is not None:
-            plan.runner_clear(self.key_arg, Context(self, window, record, None))
+            try:
+                plan.runner_clear(self.key_arg, Context(self, window, record, None))
+            except WindowlibError:
+                raise
+            except Exception as exc:        # the window function's clear()
+                raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
 
     def finish(self) -> None:
         """End of input (SPEC §1): the clocks go to +inf and fire what that fires (time

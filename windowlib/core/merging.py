@@ -13,7 +13,7 @@ from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import PENDING_MERGE
 from windowlib.core.lateness import cleanup_time, is_late
 from windowlib.core.records import WindowRecord
-from windowlib.core.runner import trigger_failed
+from windowlib.core.runner import function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 
 
@@ -91,8 +91,13 @@ class SessionMerging:
             self._clear_trigger(window, ctx)
             self._drop_timers(window, rec)
         target = self.contents.get(state_window)
-        for sw in merged_state:
-            target = logic.runner.merge(target, self.contents.pop(sw, None))
+        try:
+            for sw in merged_state:
+                target = logic.runner.merge(target, self.contents.pop(sw, None))
+        except WindowlibError:
+            raise
+        except Exception as exc:            # the aggregate function's merge()
+            raise function_failed(logic.runner.spec.producer, self.key_arg, cover, exc) from exc
         if target is not None:
             self.contents[state_window] = target
         if cleanup_at != MAX_TS:
