@@ -219,9 +219,10 @@ def test_spark_one_shot_raises_the_windowlib_error(spark):
         pipeline().run(df, arrival="arrival", finalize=True)
     check(err)
     assert "ZeroDivisionError" not in log.toString() and "Traceback" not in log.toString()
+    two = spark.createDataFrame([("zero", T0, 0, "h0"),
+                                 ("zero", T0 + dt.timedelta(minutes=1), 1, "h0")], df.schema)
     with shipped(), pytest.raises(ExecutionError) as err:       # the same for a trigger
-        counting(wl.DeltaTrigger.of(1.0, spread)).run(
-            df.union(df.withColumn("value", df["value"] + 1)), arrival="arrival", finalize=True)
+        counting(wl.DeltaTrigger.of(1.0, spread)).run(two, arrival="arrival", finalize=True)
     check(err, "trigger DeltaTrigger")
 
 
