@@ -212,8 +212,13 @@ def test_verify_reports_every_damaged_object_and_exits_non_zero(spark, tmp_path,
     flipped.write_bytes(bytes(data))
     gone = local(frame_file(cs, "state"))
     gone.unlink()
+    # the firings table's last Delta log entry: the table would show version 1 whole
+    log = local(cs.pipeline_store.root_uri) / "tables" / "firings" / "_delta_log"
+    (log / f"{1:020d}.json").unlink()
     assert cli.main(args) == 1
     report = json.loads(capsys.readouterr().out)
-    assert not report["ok"] and len(report["problems"]) == 2
+    assert not report["ok"] and len(report["problems"]) == 3
     assert any(flipped.name in p and "checksum" in p for p in report["problems"])
     assert any(gone.name in p and "missing" in p for p in report["problems"])
+    assert any("tables/firings" in p and "shows checkpoint version 1" in p
+               for p in report["problems"])
