@@ -61,6 +61,9 @@ COST_S: dict[str, float] = {
     "tests/docs/test_docs_examples.py": 105,
     "tests/quality/test_validate.py": 180,     # GX validations, two Data Docs sites
     "tests/spark/test_incremental.py": 100,
+    "tests/spark/test_integrity_faults.py": 200,    # 8 damaged lakes; every case on SeaweedFS
+    "tests/spark/test_corruption_property.py": 100,    # 12 trials + 1 example under CI
+    "tests/spark/test_function_failures.py": 100,
     "tests/spark/test_lineage_direct.py": 90,    # three runs + an HTTP receiver (OpenLineage)
     "tests/spark/test_typed_outputs.py": 110,
     "tests/spark/test_incremental_native.py": 110,

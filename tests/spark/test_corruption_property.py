@@ -1,7 +1,9 @@
 """Randomized storage damage (hypothesis): one committed object of a checkpoint is truncated,
-has a range zeroed, a byte flipped, is deleted, or is replaced by another object of the
-checkpoint — and then every reader and the next run either give exactly the results of the
-undamaged checkpoint, or raise ``CHECKPOINT_CORRUPT``. A silent divergence fails the test.
+has a range zeroed, a byte flipped, is deleted, or is replaced by another version's object of
+the same kind (a commit record by the other commit record, a state or output file by the other
+run's, a Delta log entry by another entry; any other object where it has no counterpart) — and
+then every reader and the next run either give exactly the results of the undamaged checkpoint,
+or raise ``CHECKPOINT_CORRUPT``. A silent divergence fails the test.
 
 ``WINDOWLIB_CORRUPTION_TRIALS`` sets the number of trials (CI: 12; the figures in
 ``docs/operations.md`` come from a longer local run, printed by this test).
@@ -9,12 +11,14 @@ undamaged checkpoint, or raise ``CHECKPOINT_CORRUPT``. A silent divergence fails
 
 from __future__ import annotations
 
+import collections
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jobs.registry import get
@@ -28,6 +32,7 @@ TRIALS = int(os.environ.get("WINDOWLIB_CORRUPTION_TRIALS", "12"))
 H0, H1 = "2024-03-01T00", "2024-03-01T01"
 MUTATIONS = ("truncate", "zero", "flip", "delete", "replace")
 OUTCOMES: dict[str, int] = {"trials": 0, "same": 0, "corrupt": 0}
+BY_MUTATION: collections.Counter = collections.Counter()   # (mutation, "corrupt"/"same")
 
 
 def readers(spark, output: str) -> tuple:
@@ -65,6 +70,21 @@ def baseline(spark, tmp_path_factory):
     return pristine, lake, objects, expected_read, expected_next
 
 
+def object_kind(key: str) -> str:
+    """``key`` without what tells versions apart (version numbers, run tokens, file names)."""
+    key = re.sub(r"v=\d+-[0-9a-f]+", "v=*", key)
+    key = re.sub(r"/(part-[^/]+|_manifest/[^/]+)$", "/*", key)
+    return re.sub(r"/\d+\.json$", "/*.json", key)
+
+
+def counterpart(target: str, objects: list[str], other: int) -> str:
+    """The object that replaces ``target``: another version's object of the same kind when the
+    checkpoint has one, else any other object."""
+    same = [o for o in objects if o != target and object_kind(o) == object_kind(target)]
+    pool = same or [o for o in objects if o != target]
+    return pool[other % len(pool)]
+
+
 def damage(path: Path, mutation: str, where: float, other: Path) -> None:
     data = bytearray(path.read_bytes())
     at = int(where * max(len(data) - 1, 0))
@@ -98,28 +118,35 @@ def outcome(call) -> tuple[str, object]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(pick=st.integers(0, 10_000), mutation=st.sampled_from(MUTATIONS),
        where=st.floats(0, 1), other=st.integers(0, 10_000))
+# always: the latest commit record replaced by the earlier one (objects are sorted:
+# objects[2] is commits/00000002.json) — a well-formed record that would roll back silently
+@example(pick=2, mutation="replace", where=0.0, other=0)
 def test_damage_is_refused_or_harmless_never_silent(spark, baseline, pick, mutation, where,
                                                     other):
     pristine, lake, objects, expected_read, expected_next = baseline
     shutil.rmtree(lake)
     shutil.copytree(pristine, lake)
     target = objects[pick % len(objects)]
-    replacement = objects[other % len(objects)]
+    replacement = counterpart(target, objects, other)
     damage(lake / target, mutation, where, lake / replacement)
     root = lake.as_uri()
     kind, got = outcome(lambda: readers(spark, get("clickstream_demo").locations(root)[1]))
     assert kind == "corrupt" or got == expected_read, (target, mutation)
     kind_next, got_next = outcome(lambda: next_run(spark, root))
     assert kind_next == "corrupt" or got_next == expected_next, (target, mutation)
+    verdict = "corrupt" if "corrupt" in (kind, kind_next) else "same"
     OUTCOMES["trials"] += 1
-    OUTCOMES["corrupt" if "corrupt" in (kind, kind_next) else "same"] += 1
+    OUTCOMES[verdict] += 1
+    BY_MUTATION[mutation, verdict] += 1
 
 
 def test_report_the_trials():
     """Prints the figures (docs/operations.md quotes a long local run)."""
     print(f"corruption trials: {OUTCOMES['trials']} — {OUTCOMES['corrupt']} refused with "
-          f"CHECKPOINT_CORRUPT, {OUTCOMES['same']} harmless, 0 silent divergences")
+          f"CHECKPOINT_CORRUPT, {OUTCOMES['same']} harmless, 0 silent divergences; "
+          + ", ".join(f"{m} {BY_MUTATION[m, 'corrupt']}/{BY_MUTATION[m, 'same']}"
+                      for m in MUTATIONS) + " (refused/harmless)")
     if OUTCOMES["trials"]:       # run with the property test (one module, one worker)
-        assert OUTCOMES["trials"] <= TRIALS
+        assert OUTCOMES["trials"] <= TRIALS + 1           # + the explicit example
         assert OUTCOMES["trials"] == OUTCOMES["corrupt"] + OUTCOMES["same"]
         assert OUTCOMES["corrupt"] > 0, "no damage reached a check: the trials test nothing"

@@ -3,8 +3,9 @@ difference or a raw Java/Python trace (issue: "nothing lost, nothing silently wr
 
 Each case damages one committed object of a real incremental pipeline (the registered
 ``clickstream_demo`` over the synthetic clickstream, two committed runs) and then makes the
-next run and the readers touch it. File-system cases on ``file://``; the same checks on an S3
-server (moto) for the objects an S3 user can damage the same way.
+next run and the readers touch it. File-system cases on ``file://``; every one of them again on a
+real S3 server (SeaweedFS), where sizes come from S3 listings and checksums are verified through
+the S3 filesystem.
 """
 
 from __future__ import annotations
@@ -139,18 +140,62 @@ def test_a_commit_record_replaced_by_an_edited_copy_breaks_the_chain(spark, lake
     assert code_of(lambda: read_firings(output, spark=spark)) == "CHECKPOINT_CORRUPT"
 
 
+def _zero16(data: bytes) -> bytes:
+    middle = len(data) // 2
+    return data[:middle] + bytes(16) + data[middle + 16:]
+
+
+def _flip(data: bytes) -> bytes:
+    return data[:-100] + bytes([data[-100] ^ 0x01]) + data[-99:]     # same size
+
+
+def _forged(data: bytes) -> bytes:
+    body = json.loads(data)
+    body.pop("checksum")
+    body["run_id"] = "forged"
+    return layout.encode_record(body)
+
+
 @pytest.mark.s3
-def test_damaged_objects_on_s3_are_refused_too(spark, moto_s3):
-    bucket = moto_s3.create_bucket("integrity")
+def test_every_storage_accident_is_refused_on_a_real_s3_server_too(spark, seaweed_s3):
+    """The cases above on SeaweedFS (a real S3 server): sizes come from S3 listings and
+    checksums are verified in Spark tasks reading through the S3 filesystem, so each case is
+    damaged, probed and undone in turn (one damage never hides behind another)."""
+    bucket = seaweed_s3.create_bucket("integrity")
     root = f"s3://{bucket}/lake"
-    with use_env(moto_s3.env()):
+    with use_env(seaweed_s3.env()):
         job, cs, output = committed_lake(spark, root)
-        state = frame_file(cs, "state")
-        folder, _, name = state.rpartition("/")
-        open_store(folder).write_bytes(name, b"")
-        assert code_of(next_run(job, root, spark)) == "CHECKPOINT_CORRUPT"
-        cs.pipeline_store.delete([layout.commit_key(2)])
-        assert code_of(lambda: read_firings(output, spark=spark)) == "CHECKPOINT_CORRUPT"
+        commits = cs.pipeline_store
+        intact = sorted(map(tuple, read_firings(output, spark=spark).collect()))
+
+        def frame_object(name: str, version: int | None = None) -> tuple:
+            folder, _, key = frame_file(cs, name, version).rpartition("/")
+            return open_store(folder), key
+
+        run = next_run(job, root, spark)
+        firings = lambda: read_firings(output, spark=spark).collect()   # noqa: E731
+        late = lambda: read_late(output, spark=spark).collect()         # noqa: E731
+        cases = [  # (object, damage, the calls that must refuse it)
+            (frame_object("state"), lambda b: b"", [run]),
+            (frame_object("state"), _zero16, [run]),
+            (frame_object("firings", 1), lambda b: b[:-40], [firings]),
+            (frame_object("firings", 1), None, [firings]),                 # deleted
+            (frame_object("firings", 2), _flip, [firings]),
+            ((commits, layout.commit_key(2)), None, [run, firings]),     # latest record deleted
+            ((commits, layout.commit_key(1)), None, [late]),             # earlier one deleted
+            ((commits, layout.commit_key(1)), _forged, [firings]),
+        ]
+        for (store, key), damage, calls in cases:
+            original = store.read_bytes(key)
+            if damage is None:
+                store.delete([key])
+            else:
+                store.write_bytes(key, damage(original))
+            for call in calls:
+                assert code_of(call) == "CHECKPOINT_CORRUPT", (key, damage)
+            store.write_bytes(key, original)
+        assert cs.latest().version == 2                  # nothing was ever published
+        assert sorted(map(tuple, firings())) == intact and intact
 
 
 def test_verify_reports_every_damaged_object_and_exits_non_zero(spark, tmp_path, lake, capsys):
@@ -167,8 +212,13 @@ def test_verify_reports_every_damaged_object_and_exits_non_zero(spark, tmp_path,
     flipped.write_bytes(bytes(data))
     gone = local(frame_file(cs, "state"))
     gone.unlink()
+    # the firings table's last Delta log entry: the table would show version 1 whole
+    log = local(cs.pipeline_store.root_uri) / "tables" / "firings" / "_delta_log"
+    (log / f"{1:020d}.json").unlink()
     assert cli.main(args) == 1
     report = json.loads(capsys.readouterr().out)
-    assert not report["ok"] and len(report["problems"]) == 2
+    assert not report["ok"] and len(report["problems"]) == 3
     assert any(flipped.name in p and "checksum" in p for p in report["problems"])
     assert any(gone.name in p and "missing" in p for p in report["problems"])
+    assert any("tables/firings" in p and "shows checkpoint version 1" in p
+               for p in report["problems"])

@@ -27,7 +27,7 @@ from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
-from windowlib.core.runner import function_failed
+from windowlib.core.runner import assignment_failed, function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.triggers.base import TriggerResult
 from windowlib.core.window_context import WindowTriggerContext
@@ -165,10 +165,15 @@ class KeyDriver(SessionMerging):
         ctx = self._ctx
         ctx.window, ctx.record = window, record
         plan = self._plan
-        if domain == EVENT:
-            result = plan.on_event_time(time, window, ctx)
-        else:
-            result = plan.on_processing_time(time, window, ctx)
+        try:
+            if domain == EVENT:
+                result = plan.on_event_time(time, window, ctx)
+            else:
+                result = plan.on_processing_time(time, window, ctx)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
         if result is not _CONTINUE:
             self._act(window, record, result, domain, time)
         if domain == plan.domain and time == cleanup_time(window.max_timestamp,
@@ -188,7 +193,13 @@ class KeyDriver(SessionMerging):
         records, contents = self.records, self.contents
         ctx = self._ctx
         on_element, runner_add = plan.on_element, plan.runner_add
-        for window in plan.assign(row, ts_ms, clock.processing_time):
+        try:
+            windows = plan.assign(row, ts_ms, clock.processing_time)
+        except WindowlibError:
+            raise
+        except Exception as exc:        # a user's assigner or dynamic gap function
+            raise assignment_failed(self.logic.assigner, self.key_arg, ts_ms, exc) from exc
+        for window in windows:
             if merging is not None:
                 window = self._add_merging_window(window)
                 cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
@@ -216,7 +227,12 @@ class KeyDriver(SessionMerging):
                 raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
             record.pending = True
             ctx.window, ctx.record = window, record
-            result = on_element(row, ts_ms, window, ctx)
+            try:
+                result = on_element(row, ts_ms, window, ctx)
+            except WindowlibError:
+                raise
+            except Exception as exc:
+                raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
             if result is not _CONTINUE:
                 self._act(window, record, result, None, 0)
             if (new or merging is not None) and cleanup_at != MAX_TS:
@@ -324,7 +340,7 @@ class KeyDriver(SessionMerging):
         if not plan.skip_trigger_clear:
             ctx = self._ctx
             ctx.window, ctx.record = window, record
-            self.logic.trigger.clear(window, ctx)
+            self._clear_trigger(window, ctx)
         if record.timers:
             self._drop_timers(window, record)
         merging = self.merging
@@ -334,7 +350,12 @@ class KeyDriver(SessionMerging):
             self.contents.pop(merging[window], None)
             merging.pop(window, None)
         if plan.runner_clear is not None:
-            plan.runner_clear(self.key_arg, Context(self, window, record, None))
+            try:
+                plan.runner_clear(self.key_arg, Context(self, window, record, None))
+            except WindowlibError:
+                raise
+            except Exception as exc:        # the window function's clear()
+                raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
 
     def finish(self) -> None:
         """End of input (SPEC §1): the clocks go to +inf and fire what that fires (time

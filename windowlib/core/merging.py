@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowlib.core.errors import ExecutionError
+from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import PENDING_MERGE
 from windowlib.core.lateness import cleanup_time, is_late
 from windowlib.core.records import WindowRecord
+from windowlib.core.runner import function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 
 
@@ -23,6 +24,16 @@ class SessionMerging:
     records: dict[Any, WindowRecord]
     contents: dict[Any, Any]
     logic: Any
+    key_arg: Any
+
+    def _clear_trigger(self, window: Any, ctx: Any) -> None:
+        """``trigger.clear`` for ``window``; a failure is ``FUNCTION_FAILED`` naming it."""
+        try:
+            self.logic.trigger.clear(window, ctx)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
 
     def _add_merging_window(self, new_window: Any) -> Any:
         """Flink's ``MergingWindowSet.addWindow``: returns the window the element goes to."""
@@ -66,17 +77,27 @@ class SessionMerging:
         ctx = self._ctx
         ctx.window, ctx.record = cover, record
         ctx.merge_sources = [rec.trigger_state for _, rec in old]
-        logic.trigger.on_merge(cover, ctx)
+        try:
+            logic.trigger.on_merge(cover, ctx)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise trigger_failed(logic.trigger, self.key_arg, cover, exc) from exc
         ctx.merge_sources = []
         self._merge_fn_state(record, [rec for _, rec in old])
         for window, rec in old:
             del self.records[window]
             ctx.window, ctx.record = window, rec
-            logic.trigger.clear(window, ctx)
+            self._clear_trigger(window, ctx)
             self._drop_timers(window, rec)
         target = self.contents.get(state_window)
-        for sw in merged_state:
-            target = logic.runner.merge(target, self.contents.pop(sw, None))
+        try:
+            for sw in merged_state:
+                target = logic.runner.merge(target, self.contents.pop(sw, None))
+        except WindowlibError:
+            raise
+        except Exception as exc:            # the aggregate function's merge()
+            raise function_failed(logic.runner.spec.producer, self.key_arg, cover, exc) from exc
         if target is not None:
             self.contents[state_window] = target
         if cleanup_at != MAX_TS:

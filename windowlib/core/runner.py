@@ -28,6 +28,7 @@ from windowlib.core.functions import (
     function_name,
 )
 from windowlib.core.schema import Mismatch, Struct
+from windowlib.core.time import format_ts
 
 __all__ = ["FunctionRunner", "conform"]
 
@@ -62,12 +63,31 @@ def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> A
                              code="RESULT_SCHEMA_MISMATCH") from None
 
 
-def function_failed(what: Any, key: Any, window: Any, exc: BaseException) -> ExecutionError:
-    """The error a failing piece of user code (a window function, an aggregate, an evictor)
-    becomes on every engine: ``FUNCTION_FAILED`` naming it, the key and the window, with the
-    original exception's type and message (the original is chained as ``__cause__``)."""
-    return ExecutionError(f"{function_name(what)} failed for key {key!r}, window {window}: "
-                          f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED")
+def function_failed(what: Any, key: Any, window: Any, exc: BaseException, *,
+                    label: str = "") -> ExecutionError:
+    """The error a failing piece of user code (a window function, an aggregate, an evictor, a
+    trigger) becomes on every engine: ``FUNCTION_FAILED`` naming it (after ``label``), the key
+    and the window, with the original exception's type and message (the original is chained
+    as ``__cause__``)."""
+    return ExecutionError(f"{label}{function_name(what)} failed for key {key!r}, window "
+                          f"{window}: {type(exc).__name__}: {exc}", code="FUNCTION_FAILED")
+
+
+def assignment_failed(assigner: Any, key: Any, ts_ms: int, exc: BaseException
+                      ) -> ExecutionError:
+    """``FUNCTION_FAILED`` for window assignment (a user's assigner, a dynamic session gap
+    function), naming it, the key and the element's time (there is no window yet)."""
+    gap_fn = getattr(assigner, "gap_fn", None)
+    what = function_name(assigner) if gap_fn is None else (
+        f"the dynamic gap function {function_name(gap_fn)} of {function_name(assigner)}")
+    return ExecutionError(f"{what} failed for key {key!r}, element at {format_ts(ts_ms)} "
+                          f"({ts_ms} ms): {type(exc).__name__}: {exc}", code="FUNCTION_FAILED")
+
+
+def trigger_failed(trigger: Any, key: Any, window: Any, exc: BaseException) -> ExecutionError:
+    """``function_failed`` for a trigger (a user's ``Trigger``, or one that calls user code:
+    a ``DeltaTrigger``'s delta function)."""
+    return function_failed(trigger, key, window, exc, label="trigger ")
 
 
 class FunctionRunner:

@@ -7,7 +7,10 @@ What is checked, and how:
 - every file readers can read (firings, late, rejects, side outputs of the committed runs)
   and the pane state the next run continues from: present with its recorded size (one
   listing) and its recorded SHA-256 — hashed by Spark tasks, in parallel, never on the driver;
-- the input manifest of the latest commit loads.
+- the input manifest of the latest commit loads;
+- every output table (``runs/tables.py``) shows the latest version, with the rows its commit
+  records hold: a table that lags (a crash between the record and the table's commit, until
+  the next run) or whose Delta log was damaged is reported.
 
 Problems are collected, not raised one at a time, so one call reports every damaged object.
 """
@@ -68,7 +71,38 @@ def verify_checkpoint(cs: Any, spark: Any, settings: Any = None) -> VerifyReport
                 files.extend(FrameInfo.from_dict(frames[name]).files)
     report.files, report.bytes = len(files), sum(f.bytes for f in files)
     report.problems.extend(_hash_files(spark, files, cs.uri, settings))
+    if head is not None:
+        report.problems.extend(_table_problems(cs, committed, head, settings))
     return report
+
+
+def _table_problems(cs: Any, committed: list[Any], head: Any, settings: Any) -> list[str]:
+    """Problems of the output tables: each shows ``head``'s version and the committed rows."""
+    from windowlib.core.outputs import OUTPUTS
+    from windowlib.runs.protocol import CommitDetails
+    from windowlib.state.tables import OutputTable
+
+    problems = []
+    for name in OUTPUTS:
+        top = CommitDetails.of(head.extra).frames.get(name)
+        if not top or not top.get("schema"):
+            continue                 # an output this pipeline never writes: no table
+        want = sum(int((CommitDetails.of(c.extra).frames.get(name) or {}).get("rows") or 0)
+                   for c in committed)
+        table = OutputTable(cs.pipeline_store, name, settings)
+        try:
+            dt = table.open()
+            shown = None if dt is None else table.state(dt).checkpoint_version
+            rows = 0 if dt is None else sum(f.rows for f in table.files(dt))
+        except StateError as exc:
+            problems.append(str(exc))
+            continue
+        if (shown, rows) != (head.version, want):
+            problems.append(f"output table {table.uri} shows checkpoint version {shown} with "
+                            f"{rows} rows, the checkpoint is at version {head.version} with "
+                            f"{want}: the next run brings the table in step; if it does not, "
+                            "its Delta log is damaged")
+    return problems
 
 
 def _hash_files(spark: Any, files: list[Any], root: str, settings: Any) -> list[str]:
