@@ -262,11 +262,18 @@ def pipelines(draw: Any, processing_time: bool = True, timers: str = "any",
     functions = ["declarative", "reduce", "aggregate", "aggregate_process", "process"]
     if wide:   # process twice: the pane context is where engines most easily diverge
         functions += ["apply", "reduce_process", "process"]
-    function = draw(st.sampled_from(functions))
+    return with_function(draw, p, draw(st.sampled_from(functions)), merging)
+
+
+def with_function(draw: Any, p: wl.Pipeline, function: str, merging: bool = False
+                  ) -> wl.Pipeline:
+    """``p`` with the window function named ``function`` (see ``pipelines``)."""
     if function == "apply":
         return p.apply(window_rows)
     if function == "reduce_process":
         return p.reduce(add_values, ReducedPaneFn())
+    if function == "batch":
+        return p.process_panes(PaneStats())
     if function == "declarative":
         aggs = draw(st.lists(st.sampled_from(DECLARATIVE), min_size=1, max_size=3,
                              unique_by=lambda a: a.name))
@@ -400,19 +407,4 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     functions = ["process", "process", "apply", "batch"]
     if evictor is not None:
         functions += ["declarative", "reduce", "aggregate", "aggregate_process"]
-    function = draw(st.sampled_from(functions))
-    if function == "apply":
-        return p.apply(window_rows)
-    if function == "batch":
-        return p.process_panes(PaneStats())
-    if function == "declarative":
-        aggs = draw(st.lists(st.sampled_from(DECLARATIVE), min_size=1, max_size=3,
-                             unique_by=lambda a: a.name))
-        return p.aggregate(*aggs)
-    if function == "reduce":
-        return p.reduce(add_values)
-    if function == "aggregate":
-        return p.aggregate(SpanAggregate())
-    if function == "aggregate_process":
-        return p.aggregate(SpanAggregate(), PaneFn())
-    return p.process(PaneFn())
+    return with_function(draw, p, draw(st.sampled_from(functions)))
