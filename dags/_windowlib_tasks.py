@@ -206,7 +206,7 @@ def do_report(name: str, root: str) -> str:
     import tempfile
 
     from windowlib.quality import write_run_report
-    from windowlib.runs.operations import run_history
+    from windowlib.runs.status import run_history
     from windowlib.state.stores import open_store
     from windowlib.state.uri import Uri
 

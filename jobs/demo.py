@@ -143,7 +143,7 @@ class Demo:
 
     def dag_run(self, name: str, at: dt.datetime, label: str, rerun: bool = False) -> None:
         from jobs.registry import get
-        from windowlib.runs.operations import job_status
+        from windowlib.runs.status import job_status
 
         dag = getattr(self.pipelines_module, f"windowlib_{name}")
         before = job_status(get(name), self.ws.root).get("version") or 0

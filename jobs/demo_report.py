@@ -19,7 +19,7 @@ def pipeline_numbers(job: Any, root: str, dag_runs: int) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     import windowlib as wl
-    from windowlib.runs.operations import run_history
+    from windowlib.runs.status import run_history
     from windowlib.runs.summary import VALIDATION_STATUSES, validation_status
 
     _, output = job.locations(root)

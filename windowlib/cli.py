@@ -124,11 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     from windowlib.runs import operations as ops
+    from windowlib.runs.status import job_status
 
     job = ops.get_job(args.pipeline)
     root = str(Uri.parse(args.root)) if args.root else ops.default_root()
     if args.command == "status":
-        status = ops.job_status(job, root)
+        status = job_status(job, root)
         shown = _emit(args, status)
         if "error_code" in status:     # a damaged or unreachable checkpoint is not "fine"
             print(f"windowlib status: {status['error']}", file=sys.stderr)
@@ -265,8 +266,9 @@ def _gc(args: argparse.Namespace, done: dict[str, Any]) -> int:
 
 
 def _validate(args: argparse.Namespace, job: Any, root: str) -> int:
-    from windowlib.runs.operations import run_history, validator
+    from windowlib.runs.operations import validator
     from windowlib.runs.outputs import read_firings
+    from windowlib.runs.status import run_history
 
     _, output = job.locations(root)
     history = run_history(job, root)
@@ -288,7 +290,7 @@ def _validate(args: argparse.Namespace, job: Any, root: str) -> int:
 
 def _report(args: argparse.Namespace, job: Any, root: str) -> int:
     from windowlib.quality import write_run_report
-    from windowlib.runs.operations import run_history
+    from windowlib.runs.status import run_history
 
     out = args.out or _default_report_path(root, job.name)
     path = write_run_report(job.name, run_history(job, root), out)

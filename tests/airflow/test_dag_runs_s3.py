@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3, pytest.mar
 def test_pipeline_dag_on_an_s3_root(airflow_db, pipelines_module, moto_s3):
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, write_synthetic
-    from windowlib.runs.operations import job_status, run_history
+    from windowlib.runs.status import job_status, run_history
 
     bucket = moto_s3.create_bucket("wlaf")
     root = f"s3://{bucket}/lake"

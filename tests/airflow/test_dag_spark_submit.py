@@ -76,7 +76,7 @@ def test_spark_submit_run_publishes_under_the_plans_key_and_a_rerun_is_a_no_op(a
 
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, write_synthetic
-    from windowlib.runs.operations import job_status
+    from windowlib.runs.status import job_status
 
     lake = tmp_path / "lake"
     write_synthetic(lake / DATA_PATH, hours=1, events_per_hour=40, late_fraction=0.0,
@@ -112,7 +112,7 @@ def test_the_dag_submits_to_a_spark_cluster_through_the_spark_connection(
 
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, write_synthetic
-    from windowlib.runs.operations import job_status
+    from windowlib.runs.status import job_status
 
     root = f"s3://{seaweed_s3.create_bucket('dagcluster')}/lake"
     with use_env(seaweed_s3.env()):
@@ -149,7 +149,7 @@ def test_the_dag_runs_through_a_connect_server_attached_to_the_cluster(
     from infra.spark_connect import start_connect_server
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, write_synthetic
-    from windowlib.runs.operations import job_status, run_history
+    from windowlib.runs.status import job_status, run_history
 
     root = f"s3://{seaweed_s3.create_bucket('dagconnectcluster')}/lake"
     with use_env(seaweed_s3.env()):

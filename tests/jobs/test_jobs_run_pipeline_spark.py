@@ -58,7 +58,8 @@ def test_a_failed_audit_exits_1_naming_the_expectation_for_run_and_rebuild(
 
     from jobs.synthetic import DATA_PATH, write_synthetic
     from windowlib import cli
-    from windowlib.runs.operations import get_job, job_status
+    from windowlib.runs.operations import get_job
+    from windowlib.runs.status import job_status
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "airflow"))
     monkeypatch.setenv("WINDOWLIB_REGISTRY", "wl_blocking_registry")   # clicks <= 0

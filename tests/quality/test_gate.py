@@ -20,12 +20,11 @@ from windowlib.runs.operations import (
     audit_job,
     backfill_job,
     get_job,
-    job_status,
     plan_job,
-    run_history,
     run_job,
     stage_job,
 )
+from windowlib.runs.status import job_status, run_history
 
 pytestmark = pytest.mark.spark
 

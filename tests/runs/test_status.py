@@ -1,4 +1,4 @@
-"""``windowlib status`` (``runs.operations.job_status`` + the CLI) over commit records written by
+"""``windowlib status`` (``runs.status.job_status`` + the CLI) over commit records written by
 the run protocol: the watermark strategy of every run and every change of it are visible
 (changing the strategy is allowed, as in Flink — the watermark never moves back — but it must
 not go unnoticed). No Spark: the commits are written through the checkpoint store."""
@@ -16,6 +16,7 @@ from windowlib import cli
 from windowlib.runs import operations as ops
 from windowlib.runs.incremental import open_checkpoint
 from windowlib.runs.protocol import CommitDetails
+from windowlib.runs.status import job_status
 from windowlib.state.checkpoint import RunRecord
 
 pytestmark = pytest.mark.unit
@@ -60,7 +61,7 @@ def test_status_names_each_run_strategy_and_every_change(tmp_path):
     commit(job, TEN_MINUTES, "run-2")
     commit(job, TEN_MINUTES, "run-3")
     commit(job, LAG, "run-4")
-    status = ops.job_status(job, job.root)
+    status = job_status(job, job.root)
     assert status["watermark_strategy"] == "ProcessingTimeLag(lag_ms=3600000)"
     assert [r["watermark_strategy"] for r in status["runs"]] == [
         "ProcessingTimeLag(lag_ms=3600000)", "BoundedOutOfOrderness(delay_ms=600000)",
@@ -73,7 +74,7 @@ def test_status_warns_when_the_next_run_uses_another_strategy(tmp_path, monkeypa
     recorded = Job(tmp_path.as_uri(), TEN_MINUTES)
     commit(recorded, TEN_MINUTES, "run-1")
     configured = Job(tmp_path.as_uri(), LAG)          # the job's definition changed since
-    status = ops.job_status(configured, configured.root)
+    status = job_status(configured, configured.root)
     assert status["watermark_strategy_changes"] == [
         "next run: BoundedOutOfOrderness(delay_ms=600000) -> ProcessingTimeLag(lag_ms=3600000)"]
 
