@@ -58,8 +58,8 @@ def _assert_exactly_once(root: str, files: int, rows: int) -> dict:
     from pyspark.sql import functions as F
 
     from jobs.registry import get
-    from windowlib.runs.operations import job_status, run_history
     from windowlib.runs.outputs import read_firings
+    from windowlib.runs.status import job_status, run_history
 
     job = get("clickstream_demo")
     status = job_status(job, root)

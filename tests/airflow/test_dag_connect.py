@@ -19,7 +19,7 @@ def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_mod
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, write_synthetic
     from windowlib.engines.spark import session as sessions
-    from windowlib.runs.operations import job_status, run_history
+    from windowlib.runs.status import job_status, run_history
 
     lake = tmp_path / "lake"
     write_synthetic(lake / DATA_PATH, hours=1, events_per_hour=40)

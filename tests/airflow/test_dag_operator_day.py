@@ -83,7 +83,7 @@ def test_backfill_dag_regenerates_the_report_and_emits_the_output_asset_event(
         airflow_db, backfill_module, pipelines_module, tmp_path, capfd, caplog):
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, write_synthetic
-    from windowlib.runs.operations import job_status
+    from windowlib.runs.status import job_status
 
     lake = tmp_path / "lake"
     write_synthetic(lake / DATA_PATH, hours=2, events_per_hour=40, late_fraction=0.0,

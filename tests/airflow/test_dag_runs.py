@@ -55,8 +55,8 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
 
     from jobs.registry import get
     from jobs.synthetic import DATA_PATH, land_late_files, write_synthetic
-    from windowlib.runs.operations import job_status
     from windowlib.runs.outputs import read_firings
+    from windowlib.runs.status import job_status
 
     lake = tmp_path / "lake"
     write_synthetic(lake / DATA_PATH, hours=2, events_per_hour=60, late_fraction=0.0,
@@ -125,7 +125,7 @@ def test_scheduled_runs_then_late_files_and_a_cleared_rerun(airflow_db, pipeline
     n_late = late.count()
     assert n_late > 0
     assert late.filter(F.col("window_end") > datetime(2024, 3, 1, 1, 35)).count() == n_late
-    from windowlib.runs.operations import run_history
+    from windowlib.runs.status import run_history
 
     last = run_history(job, root)[-1]
     assert last["validation"]["success"] is True and last["firings_by_timing"]["LATE"] == n_late
@@ -178,7 +178,8 @@ def test_failed_audit_blocks_publishing_and_names_the_expectation(airflow_db, tm
     import sys
 
     from jobs.synthetic import DATA_PATH, write_synthetic
-    from windowlib.runs.operations import get_job, job_status
+    from windowlib.runs.operations import get_job
+    from windowlib.runs.status import job_status
 
     monkeypatch.setenv("WINDOWLIB_REGISTRY", "wl_blocking_registry")
     sys.modules.pop("windowlib_pipelines", None)

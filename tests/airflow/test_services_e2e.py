@@ -231,7 +231,7 @@ def test_native_backfill_runs_each_interval_once_in_order_and_does_the_work(serv
     from _windowlib_factory import run_key
     from wl_single_registry import HISTORY, get
 
-    from windowlib.runs.operations import job_status
+    from windowlib.runs.status import job_status
 
     token = services.token()
     hours = HISTORY_HOURS

@@ -36,7 +36,8 @@ from s3_servers import use_env
 
 from jobs.registry import get
 from jobs.synthetic import DATA_PATH, land_late_files, write_synthetic
-from windowlib.runs.operations import job_status, run_job
+from windowlib.runs.operations import run_job
+from windowlib.runs.status import job_status
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.e2e]
 

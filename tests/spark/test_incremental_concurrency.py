@@ -21,8 +21,9 @@ import pytest
 from jobs.registry import get
 from jobs.synthetic import DATA_PATH, write_synthetic
 from windowlib.runs.incremental import open_checkpoint
-from windowlib.runs.operations import job_status, run_job
+from windowlib.runs.operations import run_job
 from windowlib.runs.outputs import read_firings, read_late, read_rejects
+from windowlib.runs.status import job_status
 from windowlib.state import layout
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -20,8 +20,9 @@ from s3_servers import use_env
 
 from jobs.registry import get
 from jobs.synthetic import DATA_PATH, land_late_files, write_synthetic
-from windowlib.runs.operations import job_status, run_job
+from windowlib.runs.operations import run_job
 from windowlib.runs.outputs import latest_query, read_firings, read_late, read_latest
+from windowlib.runs.status import job_status
 from windowlib.runs.tables import open_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]

@@ -21,8 +21,9 @@ from jobs.synthetic import DATA_PATH, write_synthetic
 from windowlib.core.errors import StateError
 from windowlib.engines.spark.errors import windowlib_error
 from windowlib.runs.incremental import open_checkpoint
-from windowlib.runs.operations import job_status, run_job
+from windowlib.runs.operations import run_job
 from windowlib.runs.outputs import read_firings, read_late
+from windowlib.runs.status import job_status
 from windowlib.state import layout
 from windowlib.state.stores import open_store
 
