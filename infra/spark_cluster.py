@@ -94,10 +94,11 @@ class SparkCluster:
             return json.loads(resp.read().decode())
 
     def alive_workers(self) -> int:
-        """How many workers the master sees alive (0 when it does not answer yet)."""
+        """How many workers the master sees alive (0 when it does not answer yet, or answers
+        with its HTML page while its JSON endpoint is not attached yet)."""
         try:
             workers = self.status().get("workers", [])
-        except OSError:
+        except (OSError, ValueError):
             return 0
         return sum(1 for w in workers if w.get("state") == "ALIVE")
 
