@@ -90,6 +90,10 @@ class LocalSeaweed:
             "-admin.ui=false", "-webdav=false", "-master.telemetry=false",
             "-s3.port.iceberg=0", "-s3.port.lance=0",
             "-s3.autoCreateBucket=false",
+            # every bucket is a collection with volumes of its own: a fixed, generous volume
+            # count (volumes are not preallocated) instead of free disk / volume size, which
+            # ran out of writable volumes for a test session's buckets on a fuller disk
+            "-volume.max=1000",
             f"-master.port={p['master']}", f"-master.port.grpc={p['master_grpc']}",
             f"-volume.port={p['volume']}", f"-volume.port.grpc={p['volume_grpc']}",
             f"-filer.port={p['filer']}", f"-filer.port.grpc={p['filer_grpc']}",
