@@ -213,8 +213,8 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     for k in keys:
         missing = k.isNull() if missing is None else (missing | k.isNull())
     nan = None
-    for c in logic.finite_columns:
-        if types[c].typeName() in ("float", "double"):
+    for c in logic.finite_columns:      # a column the input lacks holds no non-finite value
+        if c in types and types[c].typeName() in ("float", "double"):
             col = F.col(f"`{c}`")
             bad = F.isnan(col) | (F.abs(col) == F.lit(float("inf")))
             nan = bad if nan is None else (nan | bad)
