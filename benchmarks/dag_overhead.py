@@ -14,7 +14,12 @@ hourly file of 20 events, then a run with nothing new), in three set-ups:
 * one fresh process per task (what a LocalExecutor/Celery worker does: every task process
   imports Airflow's SDK and windowlib and starts its own JVM and SparkSession);
 * one fresh process per task as a thin Spark Connect client (``SPARK_REMOTE``) of a
-  long-lived local Spark Connect server started once (``infra/spark-connect.sh``).
+  long-lived local Spark Connect server started once (``infra/spark-connect.sh``);
+* ``services``: the real Airflow services (``infra/airflow_services.py``: scheduler with its
+  LocalExecutor, api-server, dag-processor), tasks as Spark Connect clients, scheduled runs
+  over three hourly files — once with the scheduler preloading the tasks' modules
+  (``infra/airflow_settings``, the default) and once without (``WINDOWLIB_PRELOAD=0``); per
+  run and per task the times Airflow recorded, and the ratio.
 
 Figures are seconds on this machine (wall clock; for parsing also CPU time, which a busy
 shared machine distorts less), printed, never asserted. Everything runs on
@@ -27,6 +32,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -220,6 +226,80 @@ def measure_runs(work: Path, setups: list[str]) -> None:
     if "fresh" in setups:     # fresh process per task, a local SparkSession in each
         _fresh_setup("fresh process per task, local Spark", work, env, work / "lake-fresh")
 
+    if "services" in setups:  # the real services: the scheduler forks the task processes
+        measure_services(work)
+
+
+def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float], dict]:
+    """Three scheduled runs of ``windowlib_clickstream_demo`` in real services: (seconds per
+    run, seconds per task of the last run), as Airflow recorded them."""
+    from datetime import datetime
+
+    from infra import airflow_services as svc
+
+    lake = work / f"lake-services-{'on' if preload else 'off'}"
+    for hour in (1, 2, 3):
+        _land_hour(lake, hour)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    services = svc.start(work / f"home-services-{'on' if preload else 'off'}", port,
+                         lake.as_uri(), timeout=900, extra_env={
+                             "WINDOWLIB_PRELOAD": "1" if preload else "0",
+                             "SPARK_REMOTE": remote,
+                             "WINDOWLIB_DAG_START_DATE": "2024-03-01T00:00:00+00:00",
+                             "WINDOWLIB_DAG_END_DATE": "2024-03-01T02:00:00+00:00"})
+    try:
+        dag, deadline = "windowlib_clickstream_demo", time.monotonic() + 1800
+        while True:
+            runs = _rest(services, f"/dags/{dag}/dagRuns?order_by=logical_date")["dag_runs"]
+            if len(runs) == 3 and all(r["state"] in ("success", "failed") for r in runs):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{dag}: runs not finished: {runs}")
+            time.sleep(3)
+        if any(r["state"] != "success" for r in runs):
+            raise RuntimeError(f"{dag}: a run failed (logs under {services.home})")
+
+        def seconds(x: dict) -> float:
+            return (datetime.fromisoformat(x["end_date"])
+                    - datetime.fromisoformat(x["start_date"])).total_seconds()
+
+        last = runs[-1]["dag_run_id"]
+        tis = _rest(services, f"/dags/{dag}/dagRuns/{last}/taskInstances")["task_instances"]
+        return [seconds(r) for r in runs], {t["task_id"]: seconds(t) for t in tis
+                                            if t.get("start_date") and t.get("end_date")}
+    finally:
+        services.stop()
+
+
+def _rest(services: object, path: str) -> dict:
+    import urllib.request
+
+    req = urllib.request.Request(f"{services.url}/api/v2{path}",
+                                 headers={"Authorization": f"Bearer {services.token()}"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+def measure_services(work: Path) -> None:
+    """Per-run seconds in the real services, with and without the scheduler's preload."""
+    from infra.spark_connect import start_connect_server
+
+    server = start_connect_server()
+    try:
+        found = {}
+        for preload in (True, False):
+            per_run, tasks = _services_runs(work, preload, server.url)
+            found[preload] = statistics.median(per_run[1:])
+            print(f"  real services, preload {'on' if preload else 'off'}: median of runs 2-3 "
+                  f"{found[preload]:.1f} s (runs: "
+                  + ", ".join(f"{x:.1f} s" for x in per_run) + ")\n    last run's tasks: "
+                  + ", ".join(f"{k} {v:.1f} s" for k, v in tasks.items()), flush=True)
+        print(f"  preload on / off per run: {found[True] / found[False]:.2f}", flush=True)
+    finally:
+        server.stop()
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -227,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-only", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="parse repetitions (median)")
     parser.add_argument("--setups", default="dagtest,connect,fresh",
-                        help="per-run set-ups to measure (comma-separated)")
+                        help="per-run set-ups to measure (comma-separated; also: services)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="wl-dag-overhead-"))
     try:

@@ -22,6 +22,9 @@ Invariants:
   lake it serves and how to switch. The plugins folder is ``dags/plugins`` (report links).
   ``WINDOWLIB_DAG_START_DATE`` defaults to three hours ago, so catchup creates only a few
   scheduled runs; older data is processed with backfills (UI or ``windowlib_backfill``).
+* ``PYTHONPATH`` has ``infra/airflow_settings``: its ``airflow_local_settings`` makes the
+  scheduler import the tasks' heavy modules once, so the task processes its LocalExecutor
+  forks inherit them (``WINDOWLIB_PRELOAD=0`` switches it off).
 * Secrets are never logged; the password is printed only by ``main()`` (the login banner).
 * Service logs go to ``{home}/logs/{service}.log``.
 """
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+SETTINGS = REPO / "infra" / "airflow_settings"     # airflow_local_settings.py (preload)
 SERVICES = ("api-server", "scheduler", "dag-processor")
 USER = "admin"
 
@@ -135,8 +139,10 @@ def airflow_env(home: Path, port: int = 8080, root: str | None = None,
         "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))
-                                      if p),
+        # airflow_local_settings: the scheduler imports the tasks' heavy modules once, and
+        # the task processes it forks inherit them (infra/airflow_settings)
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), str(SETTINGS),
+                                                  os.environ.get("PYTHONPATH")) if p),
     })
     env.update(extra or {})
     return env

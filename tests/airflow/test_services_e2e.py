@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -125,7 +126,8 @@ def services(tmp_path_factory):
     lake = base / "lake"
     write_synthetic(lake / DATA_PATH, hours=2, events_per_hour=40)
     extra = {"WINDOWLIB_REGISTRY": "wl_single_registry",
-             "PYTHONPATH": f"{HERE}:{REPO}",
+             # + the preload hook (infra/airflow_settings): tasks inherit GX, Spark, windowlib
+             "PYTHONPATH": os.pathsep.join(map(str, (HERE, REPO, airflow_services.SETTINGS))),
              "WINDOWLIB_DAG_START_DATE": "2024-03-01T00:00:00+00:00",
              "WINDOWLIB_DAG_END_DATE": "2024-03-01T00:00:00+00:00",
              # the real scheduler runs the pipelines' deadline alerts (dag.test() cannot);
@@ -157,6 +159,9 @@ def test_services_run_a_scheduled_dag_and_a_rest_triggered_backfill(services):
     # the scheduler catches up the one interval [00:00, 01:00) between start and end date
     run = _wait_run(services, token, "windowlib_clickstream_demo", None, 1800)
     assert run["state"] == "success", run
+    # the scheduler imported every task module once, for the task processes it forks
+    log = (services.home / "logs" / "scheduler.log").read_text(errors="replace")
+    assert re.search(r"windowlib preload: (\d+) of \1 modules", log), log[-3000:]
     # the backfill DAG, triggered with a Params form payload (validated server-side)
     created = _api(services, token, "POST", "/dags/windowlib_backfill/dagRuns", {
         "logical_date": None, "conf": {"pipeline": "clickstream_demo",
