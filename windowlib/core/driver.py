@@ -16,18 +16,19 @@ data; ``KeyDriver.restore`` rebuilds it.
 from __future__ import annotations
 
 import heapq
+from types import MethodType
 from typing import Any
 
 from windowlib.core.codec import decode, encode
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import Context
-from windowlib.core.lateness import cleanup_time, is_late
+from windowlib.core.lateness import cleanup_time
 from windowlib.core.logic import driver_plan
 from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
-from windowlib.core.runner import assignment_failed, function_failed, trigger_failed
+from windowlib.core.runner import function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.triggers.base import TriggerResult
 from windowlib.core.window_context import WindowTriggerContext
@@ -69,6 +70,9 @@ class KeyDriver(SessionMerging):
         self._ctx = WindowTriggerContext(self)  # after clock and timers: it keeps them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
         self._plan = driver_plan(logic)
+        self.last_window: tuple | None = None   # for elements.cached_window_element
+        # the plan's element step, bound once (engines call it for every element)
+        self.process_element = MethodType(self._plan.element_step, self)  # type: ignore[method-assign]
 
     # --- timers ---------------------------------------------------------------------------
     def timer_op(self, domain: str, time: int, owner: str, register: bool, window: Any,
@@ -182,66 +186,9 @@ class KeyDriver(SessionMerging):
 
     # --- elements -------------------------------------------------------------------------
     def process_element(self, row: dict, ts_ms: int) -> bool:
-        """Step 2 for one element. Returns False when it was dropped for every window (it is
-        then sent to the late output)."""
-        plan = self._plan
-        clock = self.clock
-        watermark = clock.watermark
-        lateness, event_time = plan.lateness_ms, plan.event_time
-        kept = False
-        merging = self.merging
-        records, contents = self.records, self.contents
-        ctx = self._ctx
-        on_element, runner_add = plan.on_element, plan.runner_add
-        try:
-            windows = plan.assign(row, ts_ms, clock.processing_time)
-        except WindowlibError:
-            raise
-        except Exception as exc:        # a user's assigner or dynamic gap function
-            raise assignment_failed(self.logic.assigner, self.key_arg, ts_ms, exc) from exc
-        for window in windows:
-            if merging is not None:
-                window = self._add_merging_window(window)
-                cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if is_late(cleanup_at, watermark, event_time):
-                    self._retire(window)
-                    continue
-                state_window = merging[window]
-            else:
-                cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if is_late(cleanup_at, watermark, event_time):
-                    continue
-                state_window = window
-            kept = True
-            record = records.get(window)
-            # A live record always holds its cleanup timer (registered when the record is
-            # created, dropped only with the record), so only a new record needs one.
-            new = record is None
-            if new:
-                record = records[window] = WindowRecord()
-            try:
-                contents[state_window] = runner_add(contents.get(state_window), row, ts_ms)
-            except WindowlibError:
-                raise
-            except Exception as exc:        # the user's reduce/aggregate/fold
-                raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
-            record.pending = True
-            ctx.window, ctx.record = window, record
-            try:
-                result = on_element(row, ts_ms, window, ctx)
-            except WindowlibError:
-                raise
-            except Exception as exc:
-                raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
-            if result is not _CONTINUE:
-                self._act(window, record, result, None, 0)
-            if (new or merging is not None) and cleanup_at != MAX_TS:
-                owners = self.timers[plan.domain].get((cleanup_at, window))
-                if owners is None or "cleanup" not in owners:
-                    self.timer_op(plan.domain, cleanup_at, "cleanup", True, window, record)
-        if not kept:
-            self.sink.late_element(row, clock.watermark)
-        return kept
+        """Step 2 for one element (``core.elements``). Returns False when it was dropped for
+        every window (it is then sent to the late output)."""
+        return self._plan.element_step(self, row, ts_ms)
 
     # --- firing ---------------------------------------------------------------------------
     def _state_window(self, window: Any) -> Any:
