@@ -70,7 +70,7 @@ class KeyDriver(SessionMerging):
         self._ctx = WindowTriggerContext(self)  # after clock and timers: it keeps them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
         self._plan = driver_plan(logic)
-        self.last_window: tuple | None = None   # for elements.cached_window_element
+        self.last_window: tuple | None = None   # for elements.one_window_element
         # the plan's element step, bound once (engines call it for every element)
         self.process_element = MethodType(self._plan.element_step, self)  # type: ignore[method-assign]
 
@@ -166,22 +166,28 @@ class KeyDriver(SessionMerging):
         if record is None:
             return
         record.timers.discard((domain, time))
-        ctx = self._ctx
-        ctx.window, ctx.record = window, record
         plan = self._plan
-        try:
-            if domain == EVENT:
-                result = plan.on_event_time(time, window, ctx)
-            else:
-                result = plan.on_processing_time(time, window, ctx)
-        except WindowlibError:
-            raise
-        except Exception as exc:
-            raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
+        # the window's last timer: its pane is final, then its state goes
+        last = domain == plan.domain and time == cleanup_time(
+            window.max_timestamp, plan.lateness_ms, plan.event_time)
+        if domain == EVENT and plan.event_time_trigger:
+            # EventTimeTrigger.on_event_time, inlined
+            result = _FIRE if time == window.max_timestamp else _CONTINUE
+        else:
+            ctx = self._ctx
+            ctx.window, ctx.record = window, record
+            try:
+                if domain == EVENT:
+                    result = plan.on_event_time(time, window, ctx)
+                else:
+                    result = plan.on_processing_time(time, window, ctx)
+            except WindowlibError:
+                raise
+            except Exception as exc:
+                raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
         if result is not _CONTINUE:
-            self._act(window, record, result, domain, time)
-        if domain == plan.domain and time == cleanup_time(window.max_timestamp,
-                                                          plan.lateness_ms, plan.event_time):
+            self._act(window, record, result, domain, time, last)
+        if last:
             self._cleanup(window)
 
     # --- elements -------------------------------------------------------------------------
@@ -195,19 +201,22 @@ class KeyDriver(SessionMerging):
         return window if self.merging is None else self.merging[window]
 
     def _act(self, window: Any, record: WindowRecord, result: TriggerResult,
-             cause_domain: str | None, cause_time: int) -> None:
+             cause_domain: str | None, cause_time: int, is_last: bool = False) -> None:
+        """Carry out a trigger's ``result``; ``is_last``: caused by the window's cleanup timer."""
         state_window = window if self.merging is None else self.merging[window]
         emitted = False
         if result is _FIRE or result is _FIRE_AND_PURGE:
             contents = self.contents.get(state_window)
             emitted = self._emit(window, record, state_window, contents, cause_domain,
-                                 cause_time)
+                                 cause_time, is_last)
         if (result is _PURGE or result is _FIRE_AND_PURGE
                 or (emitted and self._plan.discarding)):
             self.contents.pop(state_window, None)
 
     def _emit(self, window: Any, record: WindowRecord, state_window: Any, contents: Any,
-              cause_domain: str | None, cause_time: int, end_of_input: bool = False) -> bool:
+              cause_domain: str | None, cause_time: int, is_last: bool,
+              end_of_input: bool = False) -> bool:
+        """Fire one pane; ``is_last``: the final pane (cleanup timer or end of input)."""
         logic = self.logic
         plan = self._plan
         max_ts = window.max_timestamp
@@ -220,8 +229,6 @@ class KeyDriver(SessionMerging):
         timing = pane_timing(max_ts, now, record.on_time_emitted, caused_by_end)
         if contents is None and not (timing is _ON_TIME and logic.fire_empty_on_time):
             return False
-        is_last = end_of_input or (by_clock and cause_time == cleanup_time(
-            max_ts, plan.lateness_ms, plan.event_time))
         index = record.pane_index
         context = Context(self, window, record, pane_info(index, timing, is_last)) \
             if plan.needs_context else None
@@ -247,8 +254,11 @@ class KeyDriver(SessionMerging):
         retracting = plan.retracting
         if retracting and record.last_rows:
             self._retract(record)
-        row_of = self._row
-        rows = [row_of(window, index, timing, r, is_last) for r in results]
+        logic, key_row, timing_value = self.logic, self.key_row, timing._value_
+        rows = [firing_row(logic, key_row, window, index, timing_value, r, is_last, retracting)
+                for r in results] if len(results) != 1 else \
+            [firing_row(logic, key_row, window, index, timing_value, results[0], is_last,
+                        retracting)]
         firing = self.sink.firing
         for row in rows:
             firing(row)
@@ -259,11 +269,6 @@ class KeyDriver(SessionMerging):
         if timing is _ON_TIME:
             record.on_time_emitted = True
         return True
-
-    def _row(self, window: Any, index: int, timing: Timing, result: dict, is_last: bool
-             ) -> dict:
-        return firing_row(self.logic, self.key_row, window, index, timing._value_, result,
-                          is_last, self._plan.retracting)
 
     def _retract(self, record: WindowRecord) -> None:
         for old in record.last_rows or ():
@@ -318,7 +323,7 @@ class KeyDriver(SessionMerging):
             state_window = self._state_window(window)
             contents = self.contents.get(state_window)
             if record.pending and contents is not None:
-                self._emit(window, record, state_window, contents, None, MAX_TS,
+                self._emit(window, record, state_window, contents, None, MAX_TS, True,
                            end_of_input=True)
             self._cleanup(window)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from windowlib.core.assigners import WindowAssigner
-from windowlib.core.elements import cached_window_element, process_element
+from windowlib.core.elements import one_window_element, process_element
 from windowlib.core.errors import DefinitionError
 from windowlib.core.evictors import Evictor
 from windowlib.core.functions import FunctionSpec
@@ -94,7 +94,7 @@ class DriverPlan:
     """What ``KeyDriver``'s hot paths read from a ``PipelineLogic``, resolved once per logic
     object (bound methods and flags instead of attribute chains per element)."""
 
-    __slots__ = ("assign", "cache_windows", "discarding", "domain", "element_step",
+    __slots__ = ("assign", "discarding", "domain", "element_step",
                  "event_time", "event_time_trigger", "lateness_ms", "logic", "needs_context",
                  "on_element", "on_event_time", "on_processing_time", "retracting",
                  "runner_add", "runner_clear", "skip_trigger_clear")
@@ -119,10 +119,9 @@ class DriverPlan:
         self.runner_clear = runner.clear if runner.needs_clear else None
         # a firing builds the function's ``Context`` only when something reads it
         self.needs_context = runner.uses_context or logic.evictor is not None
-        # the element step (core.elements): a key's last window is reused while it holds the
-        # key's next elements when the assigner gives each element the one window holding it
-        self.cache_windows = not logic.merging and logic.assigner.one_window_per_interval()
-        self.element_step = cached_window_element if self.cache_windows else process_element
+        # the element step (core.elements)
+        self.element_step = one_window_element if not logic.merging and \
+            logic.assigner.one_window_per_interval() else process_element
         self.event_time_trigger = type(trigger) is EventTimeTrigger and logic.event_time
 
 

@@ -120,7 +120,12 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
         key: tuple = (row.get(key_columns[0]),)
     else:
         key = tuple(row.get(c) for c in key_columns)
-    bad = bool(finite_columns) and non_finite(row, finite_columns)
+    bad = False
+    for c in finite_columns:    # non_finite, inlined (it runs for every element)
+        v = row.get(c)
+        if type(v) is float and (v != v or v in _INFINITE):
+            bad = True
+            break
     if reason is None and not bad and (horizon is None or ts <= horizon) and None not in key:
         return None, row, key, ts    # every check of reject_reason passes
     return reject_reason(reason, ts, key, horizon, bad), row, key, ts

@@ -167,7 +167,7 @@ class ReferenceEngine:
                 del self.walks[key]
                 self._scheduled.pop(key, None)
             return
-        due = walk.next_due()
+        due = walk.driver.next_timers()     # walk.next_due(), without the extra call
         if self._scheduled.get(key) == due:
             return
         self._scheduled[key] = due
