@@ -315,6 +315,19 @@ class AggregateSet:
             acc[i] = add(acc[i], row, ts_ms)
         return acc
 
+    def adder(self) -> Callable[[list | None, dict, int], list]:
+        """``add_or_create`` as one callable, without the loop for a single aggregate."""
+        if len(self._adders) != 1:
+            return self.add_or_create
+        add, create = self._adders[0][1], self._kinds[0].create
+
+        def add_or_create_one(acc: list | None, row: dict, ts_ms: int) -> list:
+            if acc is None:
+                acc = [create()]
+            acc[0] = add(acc[0], row, ts_ms)
+            return acc
+        return add_or_create_one
+
     def merge(self, a: list, b: list) -> list:
         return [k.merge(x, y) for k, x, y in zip(self._kinds, a, b)]
 

@@ -262,10 +262,17 @@ class KeyWalk:
 
     def open_bundle(self, b: int) -> None:
         """Step 1 of bundle ``b`` (processing-time timers ``<= P_b``), then its elements."""
-        self._begin(b)
-        self._enter(b, PHASE_TIMERS_PT)
-        if self.driver is not None:
-            self.driver.advance_processing_time()
+        if self.b_open != b:
+            self._begin(b)
+        times, clock = self.times, self.clock     # _enter(b, PHASE_TIMERS_PT), inlined
+        clock.processing_time = times.processing_times[b]
+        clock.watermark = times.watermarks[b - 1] if b > 0 else times.initial_watermark
+        self.b, self.sub = b, 0
+        driver = self.driver
+        if driver is not None:
+            if driver._processing_heap:     # (advance_processing_time's own first test)
+                self.phase = PHASE_TIMERS_PT
+                driver.advance_processing_time()
             self._drop_if_empty()
         self.phase = PHASE_ELEMENTS
 
@@ -275,7 +282,11 @@ class KeyWalk:
         in global timer order. ``close_bundle`` ends the bundle."""
         if self.b_open != b:
             self._begin(b)
-        self._enter(b, phase)
+        times, clock = self.times, self.clock     # _enter(b, phase), inlined
+        clock.processing_time = times.processing_times[b]
+        clock.watermark = (times.watermarks[b] if phase >= PHASE_TIMERS_WM
+                           else times.watermarks[b - 1] if b > 0 else times.initial_watermark)
+        self.b, self.phase, self.sub = b, phase, 0
         if self.driver is not None:
             if phase == PHASE_TIMERS_PT:
                 self.driver.advance_processing_time(until=until)

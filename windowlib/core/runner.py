@@ -109,7 +109,7 @@ class FunctionRunner:
 
             self.add = add_incremental  # type: ignore[method-assign]
             if spec.kind == "declarative":
-                self.add = spec.fn.add_or_create  # type: ignore[method-assign]
+                self.add = spec.fn.adder()  # type: ignore[method-assign]
         if (spec.kind in ("declarative", "aggregate") and not self.buffered
                 and spec.process_fn is None and self.result_type is None):
             self.results = self._accumulator_results  # type: ignore[method-assign]
