@@ -106,7 +106,8 @@ def one_window_element(driver: Any, row: dict, ts_ms: int) -> bool:
     """``process_element`` for assigners that give each element exactly one window, the one
     holding its event time (non-merging): the key's last window is reused while its elements
     stay inside it. The same steps as ``process_element`` for one window."""
-    last = driver.last_window       # (start, end, window, cleanup time, max timestamp)
+    # (start, end, window, cleanup time, max timestamp, its timer key)
+    last = driver.last_window
     plan = driver._plan
     if last is None or not last[0] <= ts_ms < last[1]:
         try:
@@ -117,7 +118,8 @@ def one_window_element(driver: Any, row: dict, ts_ms: int) -> bool:
             raise assignment_failed(driver.logic.assigner, driver.key_arg, ts_ms, exc) from exc
         max_ts = window.max_timestamp
         last = driver.last_window = (window.start, window.end, window,
-                                     cleanup_time(max_ts, plan.lateness_ms, True), max_ts)
+                                     cleanup_time(max_ts, plan.lateness_ms, True), max_ts,
+                                     (max_ts, window))
     window = last[2]
     watermark = driver.clock.watermark
     cleanup_at = last[3]
@@ -144,7 +146,7 @@ def one_window_element(driver: Any, row: dict, ts_ms: int) -> bool:
         if max_ts <= watermark:
             driver._act(window, record, _FIRE, None, 0)
         else:
-            owners = event_timers.get((max_ts, window))
+            owners = event_timers.get(last[5])
             if owners is None or "trigger" not in owners:
                 driver.timer_op(EVENT, max_ts, "trigger", True, window, record)
     else:
