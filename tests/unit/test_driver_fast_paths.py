@@ -1,6 +1,8 @@
 """The driver's internal fast paths keep the documented behaviour: which trigger ``clear`` calls
 may be skipped at cleanup, when a window function's ``clear`` runs, cached prefixed contexts
-and descriptors, shared pane metadata, and the one cleanup timer per live window."""
+and descriptors, shared pane metadata, the one cleanup timer per live window, the
+single-aggregate adder, and user subclasses of the assigner and trigger the element step
+inlines."""
 
 from __future__ import annotations
 
@@ -204,3 +206,49 @@ def test_add_or_create_equals_create_then_add():
         acc = aggs.add_or_create(acc, row, ts)
         fresh = aggs.add(fresh, row, ts)
     assert acc == fresh and aggs.get_result(acc) == {"sum_x": 13, "count": 3, "max_x": 9}
+
+
+def test_single_aggregate_adder_equals_create_then_add():
+    for agg in (wl.aggregates.sum("x"), wl.aggregates.mean("x"), wl.aggregates.first("x")):
+        aggs = wl.aggregates.AggregateSet([agg])
+        add, acc, fresh = aggs.adder(), None, aggs.create_accumulator()
+        for row, ts in (({"x": 4}, 5), ({"x": None}, 2), ({"x": 9}, 3)):
+            acc = add(acc, row, ts)
+            fresh = aggs.add(fresh, row, ts)
+        assert acc == fresh, agg
+
+
+@dataclass(frozen=True)
+class EveryOtherDayWindows(wl.TumblingEventTimeWindows):
+    """A user subclass that assigns differently (5 ms windows in every other 10 ms, none
+    between): it must not be treated as one window per interval."""
+
+    def assign_windows(self, element, ts_ms, processing_time_ms):
+        start = ts_ms - ts_ms % 10
+        return [wl.TimeWindow(start, start + 5)] if start % 20 == 0 else []
+
+
+@dataclass(frozen=True)
+class CountingEventTimeTrigger(wl.EventTimeTrigger):
+    """A user subclass of the inlined EventTimeTrigger: its callbacks must still be called."""
+
+    def on_element(self, element, timestamp, window, ctx):
+        CALLS.append(("on_element", timestamp))
+        return super().on_element(element, timestamp, window, ctx)
+
+
+def test_user_subclasses_of_the_inlined_assigner_and_trigger_keep_their_own_behaviour():
+    assert wl.TumblingEventTimeWindows.of(10).one_window_per_interval()
+    assert not wl.TumblingProcessingTimeWindows.of(10).one_window_per_interval()
+    assert not EveryOtherDayWindows(10).one_window_per_interval()
+    p = (wl.Pipeline("sub", timestamp="ts").key_by("key").window(EveryOtherDayWindows(10))
+         .aggregate(wl.aggregates.count()))
+    out = run_bundles(p, [Bundle([{"key": "a", "ts": t} for t in (1, 2, 3, 12, 21, 24)])],
+                      finalize=True, with_late=True)
+    assert [(r["window_start"], r["window_end"], r["count"]) for r in out[0]] == [
+        (0, 5, 3), (20, 25, 2)]
+    assert [r["ts"] for r in out[1]] == [12]
+    CALLS.clear()
+    run_bundles(pipeline(trigger=CountingEventTimeTrigger()),
+                [Bundle([{"key": "a", "ts": t} for t in (1, 2, 3)])], finalize=True)
+    assert CALLS == [("on_element", 1), ("on_element", 2), ("on_element", 3)]

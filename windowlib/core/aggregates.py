@@ -274,7 +274,7 @@ class AggregateSet:
     ``{name: value}`` in declaration order. Output names must be unique.
     """
 
-    __slots__ = ("_adders", "_kinds", "aggregates", "output_names")
+    __slots__ = ("_adders", "_kinds", "_outputs", "aggregates", "output_names")
 
     def __init__(self, aggs: Sequence[DeclarativeAggregate]) -> None:
         aggs = tuple(aggs)
@@ -295,6 +295,9 @@ class AggregateSet:
         self.output_names: tuple[str, ...] = tuple(a.name for a in aggs)
         self._adders = tuple(enumerate(a._add for a in aggs))
         self._kinds = tuple(a._kind for a in aggs)
+        # (name, index, result function or None when the accumulator is its own result)
+        self._outputs = tuple((n, i, None if k.result is _identity else k.result)
+                              for i, (n, k) in enumerate(zip(self.output_names, self._kinds)))
 
     def create_accumulator(self) -> list:
         return [k.create() for k in self._kinds]
@@ -312,11 +315,27 @@ class AggregateSet:
             acc[i] = add(acc[i], row, ts_ms)
         return acc
 
+    def adder(self) -> Callable[[list | None, dict, int], list]:
+        """``add_or_create`` as one callable, without the loop for a single aggregate."""
+        if len(self._adders) != 1:
+            return self.add_or_create
+        add, create = self._adders[0][1], self._kinds[0].create
+
+        def add_or_create_one(acc: list | None, row: dict, ts_ms: int) -> list:
+            if acc is None:
+                acc = [create()]
+            acc[0] = add(acc[0], row, ts_ms)
+            return acc
+        return add_or_create_one
+
     def merge(self, a: list, b: list) -> list:
         return [k.merge(x, y) for k, x, y in zip(self._kinds, a, b)]
 
     def get_result(self, acc: list) -> dict:
-        return {n: k.result(x) for n, k, x in zip(self.output_names, self._kinds, acc)}
+        out = {}
+        for name, i, result in self._outputs:
+            out[name] = acc[i] if result is None else result(acc[i])
+        return out
 
     def describe(self) -> dict:
         return {"aggregates": [a.describe() for a in self.aggregates]}

@@ -86,6 +86,12 @@ class WindowAssigner(abc.ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} does not merge windows")
 
+    def one_window_per_interval(self) -> bool:
+        """Whether every element gets exactly one window: the one whose ``[start, end)`` holds
+        its event time (the driver then reuses a key's last window for the key's next elements
+        inside it instead of calling ``assign_windows``)."""
+        return False
+
 
 def is_processing_time(assigner: WindowAssigner) -> bool:
     """``True`` if ``assigner`` assigns by processing time."""
@@ -136,6 +142,11 @@ class _TumblingWindows(WindowAssigner):
         t = ts_ms if self.is_event_time else processing_time_ms
         start = window_start(t, self.size_ms, self.offset_ms)
         return [TimeWindow(start, start + self.size_ms)]
+
+    def one_window_per_interval(self) -> bool:
+        # not for a subclass that assigns differently
+        return self.is_event_time and \
+            type(self).assign_windows is _TumblingWindows.assign_windows
 
     def default_trigger(self) -> Trigger:
         return _time_trigger(self.is_event_time)

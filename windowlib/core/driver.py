@@ -16,18 +16,19 @@ data; ``KeyDriver.restore`` rebuilds it.
 from __future__ import annotations
 
 import heapq
+from types import MethodType
 from typing import Any
 
 from windowlib.core.codec import decode, encode
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import Context
-from windowlib.core.lateness import cleanup_time, is_late
+from windowlib.core.lateness import cleanup_time
 from windowlib.core.logic import driver_plan
 from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.records import EVENT, PROCESSING, Clock, Sink, WindowRecord
-from windowlib.core.runner import assignment_failed, function_failed, trigger_failed
+from windowlib.core.runner import function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.triggers.base import TriggerResult
 from windowlib.core.window_context import WindowTriggerContext
@@ -69,6 +70,9 @@ class KeyDriver(SessionMerging):
         self._ctx = WindowTriggerContext(self)  # after clock and timers: it keeps them
         self._fired_in_step: dict[str, tuple[int | None, int]] = {}
         self._plan = driver_plan(logic)
+        self.last_window: tuple | None = None   # for elements.one_window_element
+        # the plan's element step, bound once (engines call it for every element)
+        self.process_element = MethodType(self._plan.element_step, self)  # type: ignore[method-assign]
 
     # --- timers ---------------------------------------------------------------------------
     def timer_op(self, domain: str, time: int, owner: str, register: bool, window: Any,
@@ -162,105 +166,57 @@ class KeyDriver(SessionMerging):
         if record is None:
             return
         record.timers.discard((domain, time))
-        ctx = self._ctx
-        ctx.window, ctx.record = window, record
         plan = self._plan
-        try:
-            if domain == EVENT:
-                result = plan.on_event_time(time, window, ctx)
-            else:
-                result = plan.on_processing_time(time, window, ctx)
-        except WindowlibError:
-            raise
-        except Exception as exc:
-            raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
-        if result is not _CONTINUE:
-            self._act(window, record, result, domain, time)
-        if domain == plan.domain and time == cleanup_time(window.max_timestamp,
-                                                          plan.lateness_ms, plan.event_time):
-            self._cleanup(window)
-
-    # --- elements -------------------------------------------------------------------------
-    def process_element(self, row: dict, ts_ms: int) -> bool:
-        """Step 2 for one element. Returns False when it was dropped for every window (it is
-        then sent to the late output)."""
-        plan = self._plan
-        clock = self.clock
-        watermark = clock.watermark
-        lateness, event_time = plan.lateness_ms, plan.event_time
-        kept = False
-        merging = self.merging
-        records, contents = self.records, self.contents
-        ctx = self._ctx
-        on_element, runner_add = plan.on_element, plan.runner_add
-        try:
-            windows = plan.assign(row, ts_ms, clock.processing_time)
-        except WindowlibError:
-            raise
-        except Exception as exc:        # a user's assigner or dynamic gap function
-            raise assignment_failed(self.logic.assigner, self.key_arg, ts_ms, exc) from exc
-        for window in windows:
-            if merging is not None:
-                window = self._add_merging_window(window)
-                cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if is_late(cleanup_at, watermark, event_time):
-                    self._retire(window)
-                    continue
-                state_window = merging[window]
-            else:
-                cleanup_at = cleanup_time(window.max_timestamp, lateness, event_time)
-                if is_late(cleanup_at, watermark, event_time):
-                    continue
-                state_window = window
-            kept = True
-            record = records.get(window)
-            # A live record always holds its cleanup timer (registered when the record is
-            # created, dropped only with the record), so only a new record needs one.
-            new = record is None
-            if new:
-                record = records[window] = WindowRecord()
-            try:
-                contents[state_window] = runner_add(contents.get(state_window), row, ts_ms)
-            except WindowlibError:
-                raise
-            except Exception as exc:        # the user's reduce/aggregate/fold
-                raise function_failed(logic_fn(self), self.key_arg, window, exc) from exc
-            record.pending = True
+        # the window's last timer: its pane is final, then its state goes
+        last = domain == plan.domain and time == cleanup_time(
+            window.max_timestamp, plan.lateness_ms, plan.event_time)
+        if domain == EVENT and plan.event_time_trigger:
+            # EventTimeTrigger.on_event_time, inlined
+            result = _FIRE if time == window.max_timestamp else _CONTINUE
+        else:
+            ctx = self._ctx
             ctx.window, ctx.record = window, record
             try:
-                result = on_element(row, ts_ms, window, ctx)
+                if domain == EVENT:
+                    result = plan.on_event_time(time, window, ctx)
+                else:
+                    result = plan.on_processing_time(time, window, ctx)
             except WindowlibError:
                 raise
             except Exception as exc:
                 raise trigger_failed(self.logic.trigger, self.key_arg, window, exc) from exc
-            if result is not _CONTINUE:
-                self._act(window, record, result, None, 0)
-            if (new or merging is not None) and cleanup_at != MAX_TS:
-                owners = self.timers[plan.domain].get((cleanup_at, window))
-                if owners is None or "cleanup" not in owners:
-                    self.timer_op(plan.domain, cleanup_at, "cleanup", True, window, record)
-        if not kept:
-            self.sink.late_element(row, clock.watermark)
-        return kept
+        if result is not _CONTINUE:
+            self._act(window, record, result, domain, time, last)
+        if last:
+            self._cleanup(window)
+
+    # --- elements -------------------------------------------------------------------------
+    def process_element(self, row: dict, ts_ms: int) -> bool:
+        """Step 2 for one element (``core.elements``). Returns False when it was dropped for
+        every window (it is then sent to the late output)."""
+        return self._plan.element_step(self, row, ts_ms)
 
     # --- firing ---------------------------------------------------------------------------
     def _state_window(self, window: Any) -> Any:
         return window if self.merging is None else self.merging[window]
 
     def _act(self, window: Any, record: WindowRecord, result: TriggerResult,
-             cause_domain: str | None, cause_time: int) -> None:
+             cause_domain: str | None, cause_time: int, is_last: bool = False) -> None:
+        """Carry out a trigger's ``result``; ``is_last``: caused by the window's cleanup timer."""
         state_window = window if self.merging is None else self.merging[window]
         emitted = False
         if result is _FIRE or result is _FIRE_AND_PURGE:
             contents = self.contents.get(state_window)
             emitted = self._emit(window, record, state_window, contents, cause_domain,
-                                 cause_time)
+                                 cause_time, is_last)
         if (result is _PURGE or result is _FIRE_AND_PURGE
                 or (emitted and self._plan.discarding)):
             self.contents.pop(state_window, None)
 
     def _emit(self, window: Any, record: WindowRecord, state_window: Any, contents: Any,
-              cause_domain: str | None, cause_time: int, end_of_input: bool = False) -> bool:
+              cause_domain: str | None, cause_time: int, is_last: bool,
+              end_of_input: bool = False) -> bool:
+        """Fire one pane; ``is_last``: the final pane (cleanup timer or end of input)."""
         logic = self.logic
         plan = self._plan
         max_ts = window.max_timestamp
@@ -273,8 +229,6 @@ class KeyDriver(SessionMerging):
         timing = pane_timing(max_ts, now, record.on_time_emitted, caused_by_end)
         if contents is None and not (timing is _ON_TIME and logic.fire_empty_on_time):
             return False
-        is_last = end_of_input or (by_clock and cause_time == cleanup_time(
-            max_ts, plan.lateness_ms, plan.event_time))
         index = record.pane_index
         context = Context(self, window, record, pane_info(index, timing, is_last)) \
             if plan.needs_context else None
@@ -300,8 +254,11 @@ class KeyDriver(SessionMerging):
         retracting = plan.retracting
         if retracting and record.last_rows:
             self._retract(record)
-        row_of = self._row
-        rows = [row_of(window, index, timing, r, is_last) for r in results]
+        logic, key_row, timing_value = self.logic, self.key_row, timing._value_
+        rows = [firing_row(logic, key_row, window, index, timing_value, r, is_last, retracting)
+                for r in results] if len(results) != 1 else \
+            [firing_row(logic, key_row, window, index, timing_value, results[0], is_last,
+                        retracting)]
         firing = self.sink.firing
         for row in rows:
             firing(row)
@@ -312,11 +269,6 @@ class KeyDriver(SessionMerging):
         if timing is _ON_TIME:
             record.on_time_emitted = True
         return True
-
-    def _row(self, window: Any, index: int, timing: Timing, result: dict, is_last: bool
-             ) -> dict:
-        return firing_row(self.logic, self.key_row, window, index, timing._value_, result,
-                          is_last, self._plan.retracting)
 
     def _retract(self, record: WindowRecord) -> None:
         for old in record.last_rows or ():
@@ -371,7 +323,7 @@ class KeyDriver(SessionMerging):
             state_window = self._state_window(window)
             contents = self.contents.get(state_window)
             if record.pending and contents is not None:
-                self._emit(window, record, state_window, contents, None, MAX_TS,
+                self._emit(window, record, state_window, contents, None, MAX_TS, True,
                            end_of_input=True)
             self._cleanup(window)
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from windowlib.core.assigners import WindowAssigner
+from windowlib.core.elements import one_window_element, process_element
 from windowlib.core.errors import DefinitionError
 from windowlib.core.evictors import Evictor
 from windowlib.core.functions import FunctionSpec
 from windowlib.core.runner import FunctionRunner
-from windowlib.core.triggers import Trigger
+from windowlib.core.triggers import EventTimeTrigger, Trigger
 from windowlib.core.triggers.end_of_window import AfterEndOfWindow
 
 if TYPE_CHECKING:
@@ -93,9 +94,10 @@ class DriverPlan:
     """What ``KeyDriver``'s hot paths read from a ``PipelineLogic``, resolved once per logic
     object (bound methods and flags instead of attribute chains per element)."""
 
-    __slots__ = ("assign", "discarding", "domain", "event_time", "lateness_ms", "logic",
-                 "needs_context", "on_element", "on_event_time", "on_processing_time",
-                 "retracting", "runner_add", "runner_clear", "skip_trigger_clear")
+    __slots__ = ("assign", "discarding", "domain", "element_step",
+                 "event_time", "event_time_trigger", "lateness_ms", "logic", "needs_context",
+                 "on_element", "on_event_time", "on_processing_time", "retracting",
+                 "runner_add", "runner_clear", "skip_trigger_clear")
 
     def __init__(self, logic: PipelineLogic) -> None:
         self.logic = logic
@@ -117,6 +119,10 @@ class DriverPlan:
         self.runner_clear = runner.clear if runner.needs_clear else None
         # a firing builds the function's ``Context`` only when something reads it
         self.needs_context = runner.uses_context or logic.evictor is not None
+        # the element step (core.elements)
+        self.element_step = one_window_element if not logic.merging and \
+            logic.assigner.one_window_per_interval() else process_element
+        self.event_time_trigger = type(trigger) is EventTimeTrigger and logic.event_time
 
 
 _PLANS: dict[int, DriverPlan] = {}

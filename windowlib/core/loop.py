@@ -120,7 +120,12 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
         key: tuple = (row.get(key_columns[0]),)
     else:
         key = tuple(row.get(c) for c in key_columns)
-    bad = bool(finite_columns) and non_finite(row, finite_columns)
+    bad = False
+    for c in finite_columns:    # non_finite, inlined (it runs for every element)
+        v = row.get(c)
+        if type(v) is float and (v != v or v in _INFINITE):
+            bad = True
+            break
     if reason is None and not bad and (horizon is None or ts <= horizon) and None not in key:
         return None, row, key, ts    # every check of reject_reason passes
     return reject_reason(reason, ts, key, horizon, bad), row, key, ts
@@ -257,10 +262,17 @@ class KeyWalk:
 
     def open_bundle(self, b: int) -> None:
         """Step 1 of bundle ``b`` (processing-time timers ``<= P_b``), then its elements."""
-        self._begin(b)
-        self._enter(b, PHASE_TIMERS_PT)
-        if self.driver is not None:
-            self.driver.advance_processing_time()
+        if self.b_open != b:
+            self._begin(b)
+        times, clock = self.times, self.clock     # _enter(b, PHASE_TIMERS_PT), inlined
+        clock.processing_time = times.processing_times[b]
+        clock.watermark = times.watermarks[b - 1] if b > 0 else times.initial_watermark
+        self.b, self.sub = b, 0
+        driver = self.driver
+        if driver is not None:
+            if driver._processing_heap:     # (advance_processing_time's own first test)
+                self.phase = PHASE_TIMERS_PT
+                driver.advance_processing_time()
             self._drop_if_empty()
         self.phase = PHASE_ELEMENTS
 
@@ -270,7 +282,11 @@ class KeyWalk:
         in global timer order. ``close_bundle`` ends the bundle."""
         if self.b_open != b:
             self._begin(b)
-        self._enter(b, phase)
+        times, clock = self.times, self.clock     # _enter(b, phase), inlined
+        clock.processing_time = times.processing_times[b]
+        clock.watermark = (times.watermarks[b] if phase >= PHASE_TIMERS_WM
+                           else times.watermarks[b - 1] if b > 0 else times.initial_watermark)
+        self.b, self.phase, self.sub = b, phase, 0
         if self.driver is not None:
             if phase == PHASE_TIMERS_PT:
                 self.driver.advance_processing_time(until=until)

@@ -109,10 +109,12 @@ class FunctionRunner:
 
             self.add = add_incremental  # type: ignore[method-assign]
             if spec.kind == "declarative":
-                self.add = spec.fn.add_or_create  # type: ignore[method-assign]
+                self.add = spec.fn.adder()  # type: ignore[method-assign]
         if (spec.kind in ("declarative", "aggregate") and not self.buffered
                 and spec.process_fn is None and self.result_type is None):
             self.results = self._accumulator_results  # type: ignore[method-assign]
+            if spec.kind == "declarative":
+                self.results = self._declarative_results  # type: ignore[method-assign]
 
     @staticmethod
     def _incremental_ops(spec: FunctionSpec) -> tuple[Callable, Callable, Callable, Callable]:
@@ -184,6 +186,17 @@ class FunctionRunner:
         steps."""
         try:
             return [_single(self._result(self._create() if contents is None else contents))]
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise function_failed(self.spec.producer, key, window, exc) from exc
+
+    def _declarative_results(self, key: Any, window: Any, context: Context | None,
+                             contents: Any) -> list[dict]:
+        """``_accumulator_results`` of declarative aggregates: ``AggregateSet.get_result`` is
+        already a new row (no copy needed)."""
+        try:
+            return [self._result(self._create() if contents is None else contents)]
         except WindowlibError:
             raise
         except Exception as exc:

@@ -157,8 +157,9 @@ class ReferenceEngine:
         self.max_event_ts = max_event_ts
 
     # --- timers across keys ---------------------------------------------------------------
-    def _schedule(self, key: tuple) -> None:
-        """Remember the key's next timers (or forget a key without state)."""
+    def _schedule(self, key: tuple, order: str | None = None) -> None:
+        """Remember the key's next timers (or forget a key without state); ``order`` is
+        ``_key_order(key)`` when the caller has it."""
         walk = self.walks.get(key)
         if walk is None:
             return
@@ -167,11 +168,12 @@ class ReferenceEngine:
                 del self.walks[key]
                 self._scheduled.pop(key, None)
             return
-        due = walk.next_due()
+        due = walk.driver.next_timers()     # walk.next_due(), without the extra call
         if self._scheduled.get(key) == due:
             return
         self._scheduled[key] = due
-        order = _key_order(key)
+        if order is None:
+            order = _key_order(key)
         te, tp = due
         if te is not None:
             heapq.heappush(self._due["event"], (te, order, key))
@@ -186,14 +188,14 @@ class ReferenceEngine:
         phase = PHASE_TIMERS_WM if domain == "event" else PHASE_TIMERS_PT
         walks, scheduled, pop = self.walks, self._scheduled, heapq.heappop
         while heap and heap[0][0] <= now:
-            t, _, key = pop(heap)
+            t, order, key = pop(heap)
             walk = walks.get(key)
             if walk is None or walk.driver is None or walk.driver.next_timer(domain) != t:
                 continue
             walk.fire_at(b, phase, until=t)
             touched[key] = walk
             scheduled.pop(key, None)
-            self._schedule(key)
+            self._schedule(key, order)
 
     def _count_new_firings(self) -> None:
         firings = self.sink.firings
