@@ -85,11 +85,12 @@ class Session:
     """One live session window of the key: what ``KeyDriver`` keeps in its ``WindowRecord``
     and contents for it (``fn_state`` is what a ``Context`` reads)."""
 
-    __slots__ = ("armed", "cleanup", "contents", "fn_state", "index", "on_time", "pending",
-                 "window")
+    __slots__ = ("armed", "cleanup", "contents", "fn_state", "index", "mx", "on_time",
+                 "pending", "window")
 
     def __init__(self, window: TimeWindow, cleanup: int) -> None:
         self.window, self.cleanup = window, cleanup
+        self.mx = window.max_timestamp      # bounds never change: a merge makes a new session
         self.contents: Any = None
         self.fn_state: dict = {}
         self.index = 0
@@ -142,11 +143,11 @@ class SessionWalker(Walker):
             self._clock_at(self.n_bundles, PHASE_FINISH)
             timers, self.timers = sorted(self.timers, key=lambda t: t[1:3]), []
             for _, time, _, _, session in timers:    # the watermark at +inf
-                if session.armed and session.window.max_timestamp == time:
+                if session.armed:       # not merged away or fired since
                     self._timer(session, time)
             for session in self.sessions:         # KeyDriver.finish's last panes
                 if session.pending and session.contents is not None:
-                    self._fire(session, pane_timing(session.window.max_timestamp, MAX_TS,
+                    self._fire(session, pane_timing(session.mx, MAX_TS,
                                                     session.on_time, True), True)
         self.scope = None
 
@@ -157,7 +158,7 @@ class SessionWalker(Walker):
         timers = self.timers
         while timers and timers[0][0] < b:
             b_star, time, _, _, session = heapq.heappop(timers)
-            if session.armed and session.window.max_timestamp == time:
+            if session.armed:
                 self._clock_at(b_star, PHASE_TIMERS_WM)
                 self._timer(session, time)
         if b == 0:
@@ -172,7 +173,7 @@ class SessionWalker(Walker):
     def _timer(self, session: Session, time: int) -> None:
         """``EventTimeTrigger.on_event_time`` at the session's end: FIRE (caused by the end)."""
         session.armed = False
-        mx = session.window.max_timestamp
+        mx = session.mx
         self._fire(session, pane_timing(mx, time, session.on_time, True),
                    time == cleanup_time(mx, self.lateness, True))
 
@@ -226,7 +227,7 @@ class SessionWalker(Walker):
     def _arm(self, session: Session) -> None:
         if not session.armed:
             session.armed = True
-            mx = session.window.max_timestamp
+            mx = session.mx
             self.seq += 1
             heapq.heappush(self.timers, (self._bundle_reaching(mx), mx, session.window.start,
                                          self.seq, session))
@@ -294,11 +295,11 @@ class SessionWalker(Walker):
         if runner.buffered:
             self.live += 1
         session.pending = True
-        if session.window.max_timestamp <= watermark:     # EventTimeTrigger.on_element: FIRE
+        if session.mx <= watermark:     # EventTimeTrigger.on_element: FIRE
             position = self.walk
             position.b, position.phase, position.sub = b, PHASE_ELEMENTS, sub
             self.clock.watermark, self.clock.processing_time = watermark, self.P[b]
-            self._fire(session, pane_timing(session.window.max_timestamp, watermark,
+            self._fire(session, pane_timing(session.mx, watermark,
                                             session.on_time, False), False)
         else:
             self._arm(session)
@@ -310,6 +311,7 @@ class SessionWalker(Walker):
         user_columns = config.user_columns
         json_columns = set(config.json_columns)
         key_idx = [user_columns.index(c) for c in self.key_columns]
+        single = key_idx[0] if len(key_idx) == 1 else None
         limit = config.max_key_state
         for batch in batches:
             if batch.num_rows == 0:
@@ -319,7 +321,8 @@ class SessionWalker(Walker):
             bundles, subs, ts_col = (batch.column(c).to_pylist() for c in (B, SUB, TS))
             absent = batch.column(ABSENT).to_pylist() if config.has_absent else None
             for i, values in enumerate(zip(*cols)):
-                key = tuple(values[j] for j in key_idx)
+                key = (values[single],) if single is not None else \
+                    tuple(values[j] for j in key_idx)
                 if key != self.key or self.scope is None:
                     self._finish_key()
                     self._start(key, tuple(raw_cols[j][i] for j in key_idx))
