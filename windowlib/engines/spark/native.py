@@ -161,7 +161,10 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     is a plain Parquet scan and ``footer_stats`` is true (``bundle_stats.py``), else from one
     small aggregate job; ``plan_source`` says which (and why not the footers).
     ``aggregates=False``: the firings carry no results (the pane path computes them in
-    Python), so the function need not be declarative."""
+    Python), so the function need not be declarative. Session assigners (the pane path's
+    session walker): rejects only; ``kept`` is one row per accepted element (no window
+    columns) and ``late`` has no rows — lateness is judged on the merged window, by the
+    walker."""
     from pyspark.sql import functions as F
 
     logic = pipeline.compile()

@@ -22,6 +22,11 @@ side outputs, ``window_state``/``global_state`` and errors go through the same c
 the other engines (``FunctionRunner``, ``Context``). The transcripts run on this path and a
 differential property compares it with the reference engine (``tests/spark/test_pane_path.py``).
 
+Event-time sessions (``planner.session_reasons``) take the same plan without windows: SQL
+does the rejects and the per-key sort (bundle, arrival order), and ``session_walker.py``
+merges, judges lateness on the merged window (its late elements are tagged rows, so
+``PaneRun.late_in_tagged``) and fires.
+
 Cost: the native path's row-level SQL and one shuffle and sort of the (element, window) rows by
 key — the general path's plan — then a few integer operations per element and Python per
 firing (the general path runs the core's trigger and timer machinery per element). Like the

@@ -6,7 +6,8 @@ for everything else it names each reason, and the general path (the semantic cor
 ``general.py``) runs it — or, for one-shot runs of ``process``/``apply`` functions (or any
 function behind an evictor) whose windows and trigger the native path compiles, the pane path
 (``panes.py``: the native firings, the function and the evictor in Python once per firing;
-``pane_reasons``). The native subset:
+``pane_reasons``) — event-time sessions with a static gap and the default trigger take its
+session walker (``session_walker.py``; ``session_reasons``). The native subset:
 
 - assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
   offset), keyed or ``window_all``;
