@@ -14,11 +14,12 @@ alternate, so load changes on a shared machine hit both sides alike):
   printed separately too.
 
 Cases: tumbling 5 min; sliding 1 h every 5 min; ``sessions``: windowlib session windows (30 min
-gap; the planner's path, i.e. the general path) against Spark's ``session_window``. Prints each
+gap; the planner's path: the pane path's session walker) against Spark's ``session_window``;
+``sessions_general``: the same on the general path (the core's driver per element). Prints each
 time, the ratio windowlib / hand and the machine load (``os.getloadavg``) next to every figure.
 
     .venv/bin/python benchmarks/spark_native_path.py [--events N] [--keys K] [--repeat R]
-        [--data DIR] [--cases tumbling,sliding,sessions] [--all-outputs]
+        [--data DIR] [--cases tumbling,sliding,sessions,sessions_general] [--all-outputs]
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
 
 CASES = {"tumbling": ("5 minutes", None), "sliding": ("1 hour", "5 minutes"),
-         "sessions": ("30 minutes", "session")}
+         "sessions": ("30 minutes", "session"), "sessions_general": ("30 minutes", "session")}
 
 
 def load() -> str:
@@ -86,7 +87,8 @@ def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
 
     size, slide = CASES[case]
     p = pipeline(size, slide)
-    path = "auto" if slide == "session" else "native"
+    path = "native" if slide != "session" else "general" if case.endswith("general") \
+        else "auto"
     plan_times: list[float] = []
     sources: list[str] = []
 
@@ -113,7 +115,10 @@ def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
             noop(result.rejects)
         result.unpersist()
 
-    name = "native path" if path == "native" else "windowlib (planner: general path)"
+    from windowlib.engines.spark.planner import choose_path
+
+    name = "native path" if path == "native" else \
+        f"windowlib ({choose_path(p, path).path} path)"
     hand()     # warm-up (JIT, file listing cache)
     ours()
     median = timed({"hand SQL": hand, name: ours}, repeat)
@@ -131,7 +136,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", default=None)
-    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--cases", default="tumbling,sliding,sessions")
     parser.add_argument("--all-outputs", action="store_true",
                         help="also write the late and rejects outputs of the native path")
     args = parser.parse_args()

@@ -188,6 +188,27 @@ def _processing_trigger(draw: Any) -> wl.Trigger | None:
             wl.CountTrigger.at_least(n))]))
 
 
+@st.composite
+def session_pane_pipelines(draw: Any) -> wl.Pipeline:
+    """Random pipelines the pane path's session walker takes (``planner.session_reasons``):
+    ``EventTimeSessionWindows`` with a static gap, keyed or ``window_all``, the default
+    trigger, accumulating or discarding, any lateness (late elements that merge into fired
+    sessions, bridge them or are dropped), and a declarative aggregate, ``reduce``,
+    ``aggregate`` (with or without a process function), an ``apply`` function or a ``process``
+    function reading the pane context with per-key and merged per-window state."""
+    base = wl.Pipeline("sessions", timestamp="ts")
+    assigner = wl.EventTimeSessionWindows.with_gap(draw(st.integers(3, 30)))
+    p = base.key_by("key").window(assigner) if draw(st.integers(0, 5)) > 0 \
+        else base.window_all(assigner)
+    mode = draw(st.sampled_from([None, "accumulating", "discarding"]))
+    if mode is not None:
+        p = p.accumulation(mode)
+    p = p.allowed_lateness(draw(st.sampled_from([0, 0, 7, 30, 60])))
+    function = draw(st.sampled_from(["declarative", "declarative", "process", "apply",
+                                     "reduce", "aggregate", "aggregate_process"]))
+    return with_function(draw, p, function, merging=True)
+
+
 def _time_window(draw: Any, event_time: bool) -> wl.WindowAssigner:
     size = draw(st.integers(5, 40))
     kind = draw(st.sampled_from(["tumbling", "sliding", "session"]))

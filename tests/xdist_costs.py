@@ -30,9 +30,9 @@ import pytest
 COST_S: dict[str, float] = {
     "tests/spark/test_connect.py": 950,
     "tests/spark/test_cluster.py": 520,     # a 2-worker cluster + SeaweedFS; 3 applications
-    "tests/spark/test_transcripts_spark.py": 880,
+    "tests/spark/test_transcripts_spark.py": 900,        # + 9 session transcripts (panes)
     "tests/spark/test_differential_properties.py": 380,    # 150 examples under CI
-    "tests/spark/test_pane_path.py": 110,                  # 30 examples under CI
+    "tests/spark/test_pane_path.py": 135,   # 30 examples under CI (+ 10 of sessions)
     "tests/state/test_state_crash.py": 600,    # 850 before the reference was shared
     "tests/spark/test_frames.py": 610,
     "tests/spark/test_native_path.py": 600,

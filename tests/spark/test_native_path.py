@@ -293,7 +293,8 @@ def test_forcing_native_on_an_unsupported_pipeline_is_a_clear_error(spark):
     assert info.value.code == "NATIVE_UNSUPPORTED"
     with pytest.raises(wl.DefinitionError, match="path must be"):
         run_dataframe(p, df, arrival="arrival", path="fast")
-    assert run_dataframe(p, df, arrival="arrival", finalize=True).path == "general"
+    # sessions with the default trigger: the pane path's session walker (one-shot runs)
+    assert run_dataframe(p, df, arrival="arrival", finalize=True).path == "panes"
 
 
 # --- the physical plan ------------------------------------------------------------------------

@@ -56,6 +56,22 @@ def test_pane_path_equals_reference_on_random_pipelines(spark, p, data):
                                   watermark=data.draw(st.sampled_from(WATERMARKS)))
 
 
+@settings(max_examples=max(1, EXAMPLES // 3), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(p=strategies.session_pane_pipelines(), data=st.data())
+def test_session_walker_equals_reference_on_random_session_pipelines(spark, p, data):
+    """Event-time sessions on the pane path (``session_walker.py``): merges, late merges into
+    fired sessions, lateness judged on the merged window, drops, accumulating or discarding,
+    declarative aggregates and Python functions: the reference engine's outputs exactly."""
+    assert pane_reasons(p) == [], "the strategy draws pipelines the session walker takes"
+    assert choose_path(p, "auto").path == "panes"
+    bundles = data.draw(strategies.bundle_lists(keys=strategies.MANY_KEYS, max_rows=12),
+                        label="bundles")
+    assert_spark_equals_reference(p, bundles, finalize=data.draw(st.booleans()),
+                                  watermark=data.draw(st.sampled_from(WATERMARKS)))
+
+
 class Boom(wl.ProcessWindowFunction):
     def process(self, key, context, elements):
         if key == "b":
@@ -83,11 +99,66 @@ def test_the_planner_takes_the_pane_path_for_one_shot_runs_only(spark):
     assert incremental.path == "general"
     assert choose_path(p, "general", df.schema).path == "general"
     session = (wl.Pipeline("s", timestamp="ts").key_by("key")
-               .window(wl.EventTimeSessionWindows.with_gap(5)).process(Boom()))
+               .window(wl.EventTimeSessionWindows.with_dynamic_gap(lambda e: 5))
+               .process(Boom()))
     with pytest.raises(wl.DefinitionError) as err:
         choose_path(session, "panes", df.schema)
     assert err.value.code == "PANES_UNSUPPORTED"
-    assert "session windows" in str(err.value)
+    assert "dynamic session gap" in str(err.value)
+
+
+def test_event_time_sessions_take_the_session_walker_in_one_shot_runs_only(spark):
+    """Static-gap event-time sessions with the default trigger: the pane path's session walker
+    for one-shot runs (``explain`` names it); incremental runs keep the general path (the
+    core's state between runs); other session pipelines stay general with the reason."""
+    df = _frame(spark, [("a", 1, 1, 0)])
+    keyed = wl.Pipeline("s", timestamp="ts").key_by("key")
+    sessions = (keyed.window(wl.EventTimeSessionWindows.with_gap(5)).allowed_lateness(10)
+                .aggregate(wl.aggregates.sum("value").alias("total")))
+    assert choose_path(sessions, "auto", df.schema).path == "panes"
+    assert "session walker" in sessions.explain()
+    incremental = choose_path(sessions, "auto", df.schema, incremental=True)
+    assert incremental.path == "general"
+    assert any("session windows" in r for r in incremental.reasons)
+    early = sessions.trigger(wl.EventTimeTrigger.after_end_of_window()
+                             .with_early_trigger(wl.CountTrigger.at_least(2)))
+    assert choose_path(early, "auto", df.schema).path == "general"
+    assert any("EventTimeTrigger only" in r for r in pane_reasons(early))
+    processing = (keyed.window(wl.ProcessingTimeSessionWindows.with_gap(5))
+                  .aggregate(wl.aggregates.sum("value")))
+    assert choose_path(processing, "auto", df.schema).path == "general"
+
+
+def test_sessions_on_the_session_walker_equal_the_general_path_outputs(spark):
+    """The public outputs of a one-shot run (``run_dataframe``): firings, late (judged by the
+    walker on the merged window) and rejects equal the general path's. Gap 10, lateness 20,
+    watermark 1 ms behind the largest time: hour 1's element at 12 extends the fired session
+    [0, 19) into a new window [0, 22) (LATE at once), 40 touches the unfired [30, 40); hour
+    2's -30 is dropped (its window merges with nothing and is past cleanup), a null time is a
+    reject."""
+    rows = [("a", 0, 1, 0), ("a", 9, 2, 0), ("a", 30, 4, 0), ("b", 5, 8, 0),
+            ("a", 12, 16, 1), ("a", 40, 32, 1), ("a", -30, 64, 2), ("b", None, 1, 2)]
+    df = _frame(spark, rows)
+    p = (wl.Pipeline("s", timestamp="ts").key_by("key")
+         .window(wl.EventTimeSessionWindows.with_gap(10)).allowed_lateness(20)
+         .aggregate(wl.aggregates.sum("value").alias("total"), wl.aggregates.count()))
+    got = {}
+    for path in ("panes", "general"):
+        result = run_dataframe(p, df, "hour", finalize=True, path=path)
+        assert result.path == path
+        got[path] = (
+            sorted(tuple(r) for r in result.firings.selectExpr(
+                "key", "unix_millis(window_start)", "unix_millis(window_end)", "pane_index",
+                "timing", "is_final", "total", "count").collect()),
+            sorted(tuple(r) for r in result.late.select("key", "ts", "reason").collect()),
+            sorted(tuple(r) for r in result.rejects.select("key", "reason").collect()))
+        result.unpersist()
+    assert got["panes"] == got["general"]
+    firings, late, rejects = got["panes"]
+    assert ("a", 0, 22, 0, "LATE", False, 19, 3) in firings
+    assert ("a", 30, 50, 0, "ON_TIME", False, 36, 2) in firings
+    assert late == [("a", -30, "too_late")]
+    assert len(rejects) == 1
 
 
 class Seen(wl.ProcessWindowFunction):

@@ -1,7 +1,8 @@
 """Every semantic transcript (``tests/transcripts/*.yaml``) on the Spark general path (forced,
 for every transcript), on the native path (wherever the planner accepts the pipeline; the
 others are skipped with the planner's reasons) and on the pane path (Python per firing:
-the transcripts ``planner.pane_reasons`` accepts, chosen at collection).
+the transcripts ``planner.pane_reasons`` accepts, chosen at collection — event-time session
+transcripts with the default trigger run on its session walker).
 
 The transcripts and their checker belong to ``tests/transcripts/``; this module imports the
 checker (``check_transcript``) and runs each case once on ``engine="spark"`` with
@@ -71,8 +72,24 @@ def test_the_pane_path_runs_every_transcript_of_a_python_function_it_can_take():
     assert {wl.ContinuousEventTimeTrigger, wl.PurgingTrigger, wl.CountTrigger} <= triggers
     assert any(type(c.pipeline().window_assigner) is wl.GlobalWindows for c in PANE_CASES)
     assert sum(c.pipeline().window_evictor is not None for c in PANE_CASES) >= 6
+    windowed = [c for c in PANE_CASES if not c.pipeline().window_assigner.is_merging]
     assert all(c.pipeline().function.kind in ("process", "apply", "batch")
-               or c.pipeline().window_evictor is not None for c in PANE_CASES)
+               or c.pipeline().window_evictor is not None for c in windowed)
+
+
+def test_the_session_walker_runs_every_event_time_session_transcript_it_can_take():
+    """Event-time sessions with a static gap and the default trigger run on the pane path's
+    session walker (``session_walker.py``): the merge, late-merge, lateness-on-the-merged-
+    window and bridging transcripts, with declarative aggregates and Python functions."""
+    sessions = [c for c in PANE_CASES if c.pipeline().window_assigner.is_merging]
+    names = {c.id.split("::")[1] for c in sessions}
+    assert {"session_lateness_is_judged_on_the_merged_window",
+            "late_element_bridges_two_fired_sessions",
+            "late_element_inside_a_fired_session_continues_its_panes",
+            "late_element_extending_a_fired_session_makes_a_new_window"} <= names
+    assert len(sessions) >= 9
+    assert {c.pipeline().function.kind for c in sessions} >= {"declarative", "reduce",
+                                                             "aggregate"}
 
 
 def test_every_runnable_transcript_reaches_the_spark_engine():

@@ -161,7 +161,10 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     is a plain Parquet scan and ``footer_stats`` is true (``bundle_stats.py``), else from one
     small aggregate job; ``plan_source`` says which (and why not the footers).
     ``aggregates=False``: the firings carry no results (the pane path computes them in
-    Python), so the function need not be declarative."""
+    Python), so the function need not be declarative. Session assigners (the pane path's
+    session walker): rejects only; ``kept`` is one row per accepted element (no window
+    columns) and ``late`` has no rows — lateness is judged on the merged window, by the
+    walker."""
     from pyspark.sql import functions as F
 
     logic = pipeline.compile()
@@ -200,9 +203,10 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     lateness = logic.allowed_lateness_ms
     assigner = logic.assigner
     global_windows = isinstance(assigner, GlobalWindows)     # the pane path's count windows
-    size = 0 if global_windows else assigner.size_ms
+    sessions = assigner.is_merging        # the session walker decides lateness itself
+    size = 0 if global_windows or sessions else assigner.size_ms
     slide = getattr(assigner, "slide_ms", size)
-    offset = 0 if global_windows else assigner.offset_ms
+    offset = 0 if global_windows or sessions else assigner.offset_ms
 
     keys = [F.col(f"`{c}`") for c in logic.key_columns]
     x = bundle_columns(prepared, plan)
@@ -234,8 +238,8 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
 
     # --- windows and lateness ---------------------------------------------------------------
     ts = F.col(TS)
-    if global_windows:      # one window per key that never ends: nothing is late
-        last_start, dropped_all = F.lit(0).cast("long"), F.lit(False)
+    if global_windows or sessions:    # never late here (sessions: lateness is judged on
+        last_start, dropped_all = F.lit(0).cast("long"), F.lit(False)   # the merged window)
     else:
         last_start = ts - F.pmod(ts - F.lit(offset), F.lit(slide))
         dropped_all = plus_saturating(last_start + F.lit(size - 1), lateness) <= F.col(WP)
@@ -243,10 +247,10 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
         *[F.col(f"`{c}`") for c in user_columns], F.lit("too_late").alias("reason"),
         finite(F.col(WP)).alias("watermark"), B, SUB)
     processed = accepted.filter(~dropped_all)     # a kept element: kept for its latest window
-    kept = processed
-    if slide == size:
+    kept = processed        # sessions: one row per element (the walker assigns windows)
+    if slide == size and not sessions:
         kept = kept.withColumn(WS, last_start)
-    else:
+    elif not sessions:
         k = -(-size // slide)
         starts = F.array(*[last_start - F.lit(i * slide) for i in range(k)])
         kept = kept.withColumn(WS, F.explode(starts))
@@ -254,7 +258,8 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
             kept = kept.filter(F.col(WS) > ts - F.lit(size))
         kept = kept.filter(plus_saturating(F.col(WS) + F.lit(size - 1), lateness)
                            > F.col(WP))
-    kept = kept.withColumn(MX, F.col(WS) + F.lit(size - 1))
+    if not sessions:
+        kept = kept.withColumn(MX, F.col(WS) + F.lit(size - 1))
 
     if order_by is not None:
         order = [F.col(f"`{c}`") for c in ([order_by] if isinstance(order_by, str)

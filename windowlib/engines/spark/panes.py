@@ -22,6 +22,11 @@ side outputs, ``window_state``/``global_state`` and errors go through the same c
 the other engines (``FunctionRunner``, ``Context``). The transcripts run on this path and a
 differential property compares it with the reference engine (``tests/spark/test_pane_path.py``).
 
+Event-time sessions (``planner.session_reasons``) take the same plan without windows: SQL
+does the rejects and the per-key sort (bundle, arrival order), and ``session_walker.py``
+merges, judges lateness on the merged window (its late elements are tagged rows, so
+``PaneRun.late_in_tagged``) and fires.
+
 Cost: the native path's row-level SQL and one shuffle and sort of the (element, window) rows by
 key — the general path's plan — then a few integer operations per element and Python per
 firing (the general path runs the core's trigger and timer machinery per element). Like the
@@ -55,6 +60,7 @@ from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, make_pane_walker
 from windowlib.engines.spark.planner import pane_trigger
 from windowlib.engines.spark.result_types import with_result_schema
+from windowlib.engines.spark.session_walker import SessionWalkConfig, make_session_walker
 from windowlib.engines.spark.walker import WalkConfig
 
 __all__ = ["PaneRun", "run_panes"]
@@ -76,6 +82,7 @@ class PaneRun:
     typed_tags: tuple[str, ...] = ()
     persisted: bool = False
     retracting: bool = False
+    late_in_tagged: bool = False     # sessions: the walker judges lateness (``late`` is empty)
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """Firings and side outputs from the tagged rows, late and rejects from the native
@@ -88,10 +95,15 @@ class PaneRun:
         def value(name: str) -> Any:
             return F.col(f"`{name}`")
 
-        parts = [tagged_part(self.tagged, names, run_id, ("firings", "side_outputs")),
-                 OutputPart(self.late, "late", {"late": render(names, "late", value, run_id)}),
-                 OutputPart(self.rejects, "rejects",
-                            {"rejects": render(names, "rejects", value, run_id)})]
+        rejects = OutputPart(self.rejects, "rejects",
+                             {"rejects": render(names, "rejects", value, run_id)})
+        if self.late_in_tagged:
+            parts = [tagged_part(self.tagged, names, run_id,
+                                 ("firings", "side_outputs", "late")), rejects]
+        else:
+            parts = [tagged_part(self.tagged, names, run_id, ("firings", "side_outputs")),
+                     OutputPart(self.late, "late",
+                                {"late": render(names, "late", value, run_id)}), rejects]
         return SparkOutputs(names, parts, cached=[self.tagged] if self.persisted else [])
 
 
@@ -126,11 +138,14 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     else:
         rows = rows.repartition(1)
     # the reference engine's steps per key: bundles in order, elements in arrival order, an
-    # element's windows by start; the ordering columns stay in Spark
-    rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB), F.col(WS))
+    # element's windows by start (sessions: the walker assigns them); the ordering columns
+    # stay in Spark
+    sessions = logic.merging
+    window_col = [] if sessions else [F.col(WS)]
+    rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB), *window_col)
     rows = rows.select(*keys, *[F.col(f"`{c}`") for c in user_columns
                                 if c not in logic.key_column_set],
-                       *absent, F.col(B), F.col(SUB), F.col(TS), F.col(WS))
+                       *absent, F.col(B), F.col(SUB), F.col(TS), *window_col)
 
     json_set = set(json_columns)
     mode, result, out_schema = walker_schema(pipeline, df.schema, user_columns, json_set)
@@ -143,6 +158,24 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         result_names=tuple(f.name for f in result), typed_tags=tuple(side_types),
         max_key_state=max_key_state, out_schema_json=out_schema.json(),
         large_types=large_var_types(df))
+    if sessions:
+        walker = make_session_walker(SessionWalkConfig(
+            walk=config, watermark_before=list(parts.W_before),
+            discarding=not parts.accumulating))
+    else:
+        walker = make_pane_walker(_pane_config(config, parts, logic))
+    tagged = rows.mapInArrow(walker, out_schema)
+    if persist:
+        tagged = tagged.persist()
+    return PaneRun(tagged=tagged, late=inputs.late, rejects=inputs.rejects, plan=plan,
+                   key_columns=logic.key_columns,
+                   result_columns=tuple(f.name for f in result), result_mode=mode,
+                   element_columns=tuple(user_columns), typed_tags=tuple(side_types),
+                   persisted=persist, late_in_tagged=sessions)
+
+
+def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
+    """The pane walker's configuration for the windows and trigger of ``logic``."""
     trigger, purging = pane_trigger(logic.trigger)
     early, late_every = count_phases(trigger)
     pane_config = PaneWalkConfig(walk=config, size_ms=parts.size, lateness_ms=parts.lateness,
@@ -154,12 +187,5 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                                  count_every=trigger.count
                                  if type(trigger) is CountTrigger else None,
                                  global_window=isinstance(logic.assigner, GlobalWindows))
-    tagged = rows.mapInArrow(make_pane_walker(pane_config), out_schema)
-    if persist:
-        tagged = tagged.persist()
-    return PaneRun(tagged=tagged, late=inputs.late, rejects=inputs.rejects, plan=plan,
-                   key_columns=logic.key_columns,
-                   result_columns=tuple(f.name for f in result), result_mode=mode,
-                   element_columns=tuple(user_columns), typed_tags=tuple(side_types),
-                   persisted=persist)
+    return pane_config
 

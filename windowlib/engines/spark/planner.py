@@ -6,7 +6,8 @@ for everything else it names each reason, and the general path (the semantic cor
 ``general.py``) runs it — or, for one-shot runs of ``process``/``apply`` functions (or any
 function behind an evictor) whose windows and trigger the native path compiles, the pane path
 (``panes.py``: the native firings, the function and the evictor in Python once per firing;
-``pane_reasons``). The native subset:
+``pane_reasons``) — event-time sessions with a static gap and the default trigger take its
+session walker (``session_walker.py``; ``session_reasons``). The native subset:
 
 - assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
   offset), keyed or ``window_all``;
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.assigners import (
+    EventTimeSessionWindows,
     GlobalWindows,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
@@ -161,6 +163,8 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     ``ContinuousEventTimeTrigger`` or a ``CountTrigger`` (also over ``GlobalWindows``: count
     windows), any of them inside a ``PurgingTrigger``; one-shot runs only
     (incremental runs keep the general path's state)."""
+    if pipeline.window_assigner is not None and pipeline.window_assigner.is_merging:
+        return session_reasons(pipeline)
     reasons: list[str] = []
     spec = pipeline.function
     evictor = pipeline.window_evictor
@@ -176,6 +180,41 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     if evictor is not None and getattr(pipeline.effective_trigger, "fire_empty_on_time", False):
         reasons.append("fire_empty_on_time with an evictor (ON_TIME panes the evictor emptied)")
     return reasons + _firing_reasons(pipeline, panes=True)
+
+
+def session_reasons(pipeline: Pipeline) -> list[str]:
+    """Why a session pipeline cannot take the pane path's session walker
+    (``session_walker.py``); empty when it can: ``EventTimeSessionWindows.with_gap`` (a static
+    gap), the default ``EventTimeTrigger``, accumulating or discarding, no evictor, and a
+    declarative aggregate, ``aggregate``/``reduce`` or a ``process``/``apply`` function without
+    a ``clear()`` hook; one-shot runs only."""
+    reasons: list[str] = []
+    assigner = pipeline.window_assigner
+    if type(assigner) is not EventTimeSessionWindows:
+        reasons.append(f"the session walker runs event-time sessions only "
+                       f"({type(assigner).__name__})")
+    elif assigner.gap_fn is not None:
+        reasons.append("a dynamic session gap (the session walker takes a static gap)")
+    if type(pipeline.effective_trigger) is not EventTimeTrigger:
+        reasons.append(f"the session walker fires the default EventTimeTrigger only (the "
+                       f"trigger is {pipeline.effective_trigger!r})")
+    if pipeline.effective_accumulation == "accumulating_and_retracting":
+        reasons.append("accumulating_and_retracting repeats earlier firings")
+    if pipeline.window_evictor is not None:
+        reasons.append("an evictor (the session walker keeps no evicting panes)")
+    spec = pipeline.function
+    if spec is None or spec.kind not in ("declarative", "aggregate", "reduce", "process",
+                                         "apply"):
+        kind = "no function" if spec is None else spec.kind
+        reasons.append(f"the session walker runs declarative aggregates, aggregate/reduce "
+                       f"and process/apply functions ({kind})")
+    else:
+        target = spec.fn if spec.kind == "process" else spec.process_fn
+        clear = getattr(type(target), "clear", None) if target is not None else None
+        if clear is not None and clear is not ProcessWindowFunction.clear:
+            reasons.append("the process function has a clear() hook (called at window "
+                           "cleanup)")
+    return reasons
 
 
 def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
@@ -259,6 +298,12 @@ def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
                 "(groupBy(arrival).agg(count, max event time)), e.g. for other formats, "
                 "filters or computed columns, INT96 timestamps, or remote files over Spark "
                 f"Connect\n{runs}")
+    if choice.path == "panes" and pipeline.window_assigner.is_merging:
+        return (f"pipeline {pipeline.name!r}: pane path, session walker (rejects in Spark "
+                "SQL, one shuffle and sort per key; sessions merged, judged late and fired "
+                "in Python with the core's function runner, the window function once per "
+                "firing: session_walker.py)\n  why not native: " + "; ".join(choice.reasons)
+                + f"\n{runs}")
     if choice.path == "panes":
         return (f"pipeline {pipeline.name!r}: pane path (the native path's firings in Spark "
                 "SQL; the Python window function runs once per firing over the pane's "

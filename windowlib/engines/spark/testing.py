@@ -206,9 +206,6 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
     except Exception as exc:
         reraise(exc)
     firings, side = _firings_and_sides(run, out, logic.key_columns, value)
-    if element_rows is not None:
-        late, rejects = _late_and_rejects(element_rows, elements, mismatched, value)
-        return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
     tagged = out.cast(_naive_schema(out.schema)).to_pylist()
 
     def element(r: dict) -> dict:
@@ -218,6 +215,10 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
 
     late_rows = sorted((r for r in tagged if r[KIND] == "late"), key=lambda r: (r[B], r[SUB]))
     late = [{**element(r), "reason": r[REASON]} for r in late_rows]
+    if element_rows is not None:     # the pane path: late (but sessions') and rejects in SQL
+        sql_late, rejects = _late_and_rejects(element_rows, elements, mismatched, value)
+        late = late if getattr(run, "late_in_tagged", False) else sql_late
+        return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
     reject_rows = [(r[B], r[SUB], {**element(r), "reason": r[REASON]})
                    for r in tagged if r[KIND] == "reject"]
     rejects = [rec for _, _, rec in sorted(reject_rows + mismatched, key=lambda x: x[:2])]
