@@ -169,7 +169,7 @@ def _fresh_setup(label: str, work: Path, env: dict[str, str], lake: Path) -> Non
           "per task: " + ", ".join(f"{k} {v:.1f} s" for k, v in tasks.items()))
 
 
-def measure_runs(work: Path, setups: list[str]) -> None:
+def measure_runs(work: Path, setups: list[str], services_order: str = "on,off") -> None:
     """Print per-run wall seconds: a run with one new tiny file, and one with nothing new."""
     sys.path[:0] = [str(DAGS), str(REPO)]
     home = work / "airflow"
@@ -227,7 +227,7 @@ def measure_runs(work: Path, setups: list[str]) -> None:
         _fresh_setup("fresh process per task, local Spark", work, env, work / "lake-fresh")
 
     if "services" in setups:  # the real services: the scheduler forks the task processes
-        measure_services(work)
+        measure_services(work, services_order)
 
 
 def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float], dict]:
@@ -282,14 +282,15 @@ def _rest(services: object, path: str) -> dict:
         return json.loads(resp.read())
 
 
-def measure_services(work: Path) -> None:
-    """Per-run seconds in the real services, with and without the scheduler's preload."""
+def measure_services(work: Path, order: str = "on,off") -> None:
+    """Per-run seconds in the real services, with and without the scheduler's preload, in
+    ``order`` (alternate it between invocations: the load of a shared machine drifts)."""
     from infra.spark_connect import start_connect_server
 
     server = start_connect_server()
     try:
         found = {}
-        for preload in (True, False):
+        for preload in (x.strip() == "on" for x in order.split(",")):
             per_run, tasks = _services_runs(work, preload, server.url)
             found[preload] = statistics.median(per_run[1:])
             print(f"  real services, preload {'on' if preload else 'off'}: median of runs 2-3 "
@@ -308,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="parse repetitions (median)")
     parser.add_argument("--setups", default="dagtest,connect,fresh",
                         help="per-run set-ups to measure (comma-separated; also: services)")
+    parser.add_argument("--services-order", default="on,off",
+                        help="services set-up: preload on/off order (alternate between runs)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="wl-dag-overhead-"))
     try:
@@ -322,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.parse_only:
             print("Per-run fixed cost, windowlib_clickstream_demo, 20 new events / nothing new:",
                   flush=True)
-            measure_runs(work, args.setups.split(","))
+            measure_runs(work, args.setups.split(","), args.services_order)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
