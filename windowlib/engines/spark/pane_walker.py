@@ -59,17 +59,14 @@ from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
-    ABSENT,
-    FLUSH_ROWS,
     PHASE_ELEMENTS,
     PHASE_FINISH,
     PHASE_TIMERS_WM,
     SUB,
-    B,
 )
 from windowlib.engines.spark.pane_batches import run_batch
-from windowlib.engines.spark.pane_records import KeyScope, PaneWindow, WalkPosition
-from windowlib.engines.spark.walk_values import batch_columns, key_state_limit
+from windowlib.engines.spark.pane_records import KeyScope, PaneWindow, WalkPosition, walk_key_rows
+from windowlib.engines.spark.walk_values import key_state_limit
 from windowlib.engines.spark.walker import WalkConfig, Walker
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
@@ -328,45 +325,18 @@ class PaneWalker(Walker):
 
     # --- the partition loop -----------------------------------------------------------------
     def run_panes(self, batches: Iterator[Any]) -> Iterator[Any]:
-        config = self.config
-        user_columns = config.user_columns
-        json_columns = set(config.json_columns)
-        key_idx = [user_columns.index(c) for c in self.key_columns]
-        limit = config.max_key_state
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            batch = self.naive_batch(batch)
-            cols, raw_cols = batch_columns(batch, user_columns, json_columns)
-            starts, bundles, subs, ts_col = (batch.column(c).to_pylist()
-                                             for c in (WS, B, SUB, TS))
-            absent = batch.column(ABSENT).to_pylist() if config.has_absent else None
-            for i, values in enumerate(zip(*cols)):
-                key = tuple(values[j] for j in key_idx)
-                if key != self.key or self.scope is None:
-                    self._finish_key()
-                    self._start(key, tuple(raw_cols[j][i] for j in key_idx))
-                    if len(self.rows) >= FLUSH_ROWS:
-                        yield self.flush()
-                b = bundles[i]
-                if b != self.b_open:
-                    self._advance(b)
-                row = dict(zip(user_columns, values))
-                if absent is not None and absent[i]:
-                    for c in absent[i]:
-                        row.pop(c, None)
-                window = self._window(starts[i])
-                window.buffer.append(TimestampedValue(row, ts_col[i]))
-                self.live += 1
-                if self.live > limit:
-                    raise key_state_limit(self.key, self.live, limit)
-                self._element(window, b, subs[i], ts_col[i])
-                if self.ready:
-                    yield from self.ready
-                    self.ready = []
-            if len(self.rows) >= FLUSH_ROWS:
-                yield self.flush()
-        self._finish_key()
+        yield from walk_key_rows(self, batches, (WS, SUB, TS), self._row)
         self._run_batch()
         yield from self.ready
         yield self.flush()
+
+    def _row(self, row: dict, i: int, b: int, cols: list, raw_cols: list,
+             extra: list) -> None:
+        """One (element, window) row: into its window's pane, then the window's counters."""
+        starts, subs, ts_col = extra
+        window = self._window(starts[i])
+        window.buffer.append(TimestampedValue(row, ts_col[i]))
+        self.live += 1
+        if self.live > self.config.max_key_state:
+            raise key_state_limit(self.key, self.live, self.config.max_key_state)
+        self._element(window, b, subs[i], ts_col[i])

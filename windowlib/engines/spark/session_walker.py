@@ -55,16 +55,13 @@ from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
-    ABSENT,
-    FLUSH_ROWS,
     PHASE_ELEMENTS,
     PHASE_FINISH,
     PHASE_TIMERS_WM,
     SUB,
-    B,
 )
-from windowlib.engines.spark.pane_records import KeyScope, WalkPosition
-from windowlib.engines.spark.walk_values import batch_columns, finite_clock, key_state_limit
+from windowlib.engines.spark.pane_records import KeyScope, WalkPosition, walk_key_rows
+from windowlib.engines.spark.walk_values import finite_clock, key_state_limit
 from windowlib.engines.spark.walker import WalkConfig, Walker
 
 __all__ = ["SessionWalkConfig", "make_session_walker"]
@@ -126,6 +123,7 @@ class SessionWalker(Walker):
         self.live = 0
         self.b_open = -1
         self.seq = 0
+        self.ready: list[Any] = []      # the shared loop's output queue (empty: no batch functions)
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
@@ -307,44 +305,18 @@ class SessionWalker(Walker):
 
     # --- the partition loop -----------------------------------------------------------------
     def run_sessions(self, batches: Iterator[Any]) -> Iterator[Any]:
-        config = self.config
-        user_columns = config.user_columns
-        json_columns = set(config.json_columns)
-        key_idx = [user_columns.index(c) for c in self.key_columns]
-        single = key_idx[0] if len(key_idx) == 1 else None
-        limit = config.max_key_state
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            batch = self.naive_batch(batch)
-            cols, raw_cols = batch_columns(batch, user_columns, json_columns)
-            bundles, subs, ts_col = (batch.column(c).to_pylist() for c in (B, SUB, TS))
-            absent = batch.column(ABSENT).to_pylist() if config.has_absent else None
-            for i, values in enumerate(zip(*cols)):
-                key = (values[single],) if single is not None else \
-                    tuple(values[j] for j in key_idx)
-                if key != self.key or self.scope is None:
-                    self._finish_key()
-                    self._start(key, tuple(raw_cols[j][i] for j in key_idx))
-                    if len(self.rows) >= FLUSH_ROWS:
-                        yield self.flush()
-                b = bundles[i]
-                if b != self.b_open:
-                    self._advance(b)
-                row = dict(zip(user_columns, values))
-                if absent is not None and absent[i]:
-                    for c in absent[i]:
-                        row.pop(c, None)
-                if not self._element(row, ts_col[i], b, subs[i]):
-                    position = self.walk
-                    position.b, position.phase, position.sub = b, PHASE_ELEMENTS, subs[i]
-                    raw = row if cols is raw_cols else \
-                        dict(zip(user_columns, (col[i] for col in raw_cols)))
-                    self.emit_element("late", raw, "too_late",
-                                      finite_clock(self.w_before[b]))
-                elif self.live > limit:
-                    raise key_state_limit(self.key, self.live, limit)
-            if len(self.rows) >= FLUSH_ROWS:
-                yield self.flush()
-        self._finish_key()
+        yield from walk_key_rows(self, batches, (SUB, TS), self._row)
         yield self.flush()
+
+    def _row(self, row: dict, i: int, b: int, cols: list, raw_cols: list,
+             extra: list) -> None:
+        """One element: into its session, or to the late output as it was given."""
+        subs, ts_col = extra
+        if not self._element(row, ts_col[i], b, subs[i]):
+            position = self.walk
+            position.b, position.phase, position.sub = b, PHASE_ELEMENTS, subs[i]
+            raw = row if cols is raw_cols else \
+                dict(zip(self.config.user_columns, (col[i] for col in raw_cols)))
+            self.emit_element("late", raw, "too_late", finite_clock(self.w_before[b]))
+        elif self.live > self.config.max_key_state:
+            raise key_state_limit(self.key, self.live, self.config.max_key_state)
