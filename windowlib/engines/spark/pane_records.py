@@ -1,17 +1,19 @@
-"""The pane path's walkers' shared parts (``pane_walker.py``, ``session_walker.py``): what a
-``Context`` reads, each live window's pane and counters, where the walk is, and the
-partition loop over one key's rows after another."""
+"""The pane path's walkers' shared parts (``pane_walker.py``, ``session_walker.py``): their
+base class (the clocks, the key's scope and the partition loop over one key's rows after
+another), what a ``Context`` reads, each live window's pane and counters, and where the walk
+is."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from windowlib.core.evictors import TimestampedValue
 from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS, B
 from windowlib.engines.spark.walk_values import batch_columns
+from windowlib.engines.spark.walker import WalkConfig, Walker
 
-__all__ = ["KeyScope", "PaneWindow", "WalkPosition", "walk_key_rows"]
+__all__ = ["KeyScope", "PaneWalkBase", "PaneWindow", "WalkPosition"]
 
 
 class KeyScope:
@@ -48,51 +50,78 @@ class WalkPosition:
         self.b = self.phase = self.sub = 0
 
 
-# (row, i, b, cols, raw_cols, extra): a row's user columns as a dict (absent ones left out),
-# its index in the batch, its bundle, the batch's values and raw values per user column, and
-# the batch's ``columns`` asked for as lists
-RowStep = Callable[[dict, int, int, list, list, list], None]
+class PaneWalkBase(Walker):
+    """What the pane path's walkers (``pane_walker.PaneWalker``, ``session_walker.
+    SessionWalker``) share: the watermark each bundle's elements meet, the clocks, the key's
+    scope, live count and position, and the partition loop (``walk_rows``: rows sorted by key,
+    bundle, arrival). A subclass gives ``_start``/``_finish_key`` (a key's first and last
+    row), ``_advance`` (a new bundle) and ``_row`` (one row), and its ``run`` calls
+    ``walk_rows`` and yields what is left after the last key."""
 
+    def __init__(self, walk: WalkConfig, *, discarding: bool, watermark_before: list) -> None:
+        super().__init__(walk)
+        self.discarding = discarding
+        self.w_before = watermark_before
+        self.P, self.W = self.times.processing_times, self.times.watermarks
+        self.walk = WalkPosition()   # type: ignore[assignment]
+        self.scope: KeyScope | None = None
+        self.live = 0             # the key's buffered entries, checked against max_key_state
+        self.b_open = -1          # the bundle whose rows the walk is in
+        self.ready: list[Any] = []        # output batches besides the rows (batch functions)
 
-def walk_key_rows(walker: Any, batches: Iterator[Any], columns: Sequence[str],
-                  on_row: RowStep) -> Iterator[Any]:
-    """The pane path's partition loop (rows sorted by key, bundle, arrival): for each key
-    ``walker._start`` before its first row and ``walker._finish_key`` after its last,
-    ``walker._advance(b)`` at each new bundle, then ``on_row`` per row. Yields the walker's
-    output batches: its ``ready`` ones after each row and its rows every ``FLUSH_ROWS``; the
-    caller yields what is left after the last key."""
-    config = walker.config
-    user_columns = config.user_columns
-    json_columns = set(config.json_columns)
-    key_idx = [user_columns.index(c) for c in walker.key_columns]
-    single = key_idx[0] if len(key_idx) == 1 else None
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        batch = walker.naive_batch(batch)
-        cols, raw_cols = batch_columns(batch, user_columns, json_columns)
-        bundles = batch.column(B).to_pylist()
-        extra = [batch.column(c).to_pylist() for c in columns]
-        absent = batch.column(ABSENT).to_pylist() if config.has_absent else None
-        for i, values in enumerate(zip(*cols)):
-            key = (values[single],) if single is not None else \
-                tuple(values[j] for j in key_idx)
-            if key != walker.key or walker.scope is None:
-                walker._finish_key()
-                walker._start(key, tuple(raw_cols[j][i] for j in key_idx))
-                if len(walker.rows) >= FLUSH_ROWS:
-                    yield walker.flush()
-            b = bundles[i]
-            if b != walker.b_open:
-                walker._advance(b)
-            row = dict(zip(user_columns, values))
-            if absent is not None and absent[i]:
-                for c in absent[i]:
-                    row.pop(c, None)
-            on_row(row, i, b, cols, raw_cols, extra)
-            if walker.ready:
-                yield from walker.ready
-                walker.ready = []
-        if len(walker.rows) >= FLUSH_ROWS:
-            yield walker.flush()
-    walker._finish_key()
+    def _start(self, key: tuple, out_key: tuple) -> None:
+        raise NotImplementedError
+
+    def _finish_key(self) -> None:
+        raise NotImplementedError
+
+    def _advance(self, b: int) -> None:
+        raise NotImplementedError
+
+    def _row(self, row: dict, i: int, b: int, cols: list, raw_cols: list,
+             extra: list) -> None:
+        """One row: its user columns as a dict (absent ones left out), its index in the
+        batch, its bundle, the batch's values and raw values per user column, and the
+        batch's ``columns`` that ``walk_rows`` was asked for, as lists."""
+        raise NotImplementedError
+
+    def walk_rows(self, batches: Iterator[Any], columns: Sequence[str]) -> Iterator[Any]:
+        """For each key ``_start`` before its first row and ``_finish_key`` after its last,
+        ``_advance(b)`` at each new bundle, then ``_row`` per row. Yields the output batches:
+        the ``ready`` ones after each row and the rows every ``FLUSH_ROWS``."""
+        config = self.config
+        user_columns = config.user_columns
+        json_columns = set(config.json_columns)
+        key_idx = [user_columns.index(c) for c in self.key_columns]
+        single = key_idx[0] if len(key_idx) == 1 else None
+        on_row = self._row
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            batch = self.naive_batch(batch)
+            cols, raw_cols = batch_columns(batch, user_columns, json_columns)
+            bundles = batch.column(B).to_pylist()
+            extra = [batch.column(c).to_pylist() for c in columns]
+            absent = batch.column(ABSENT).to_pylist() if config.has_absent else None
+            for i, values in enumerate(zip(*cols)):
+                key = (values[single],) if single is not None else \
+                    tuple(values[j] for j in key_idx)
+                if key != self.key or self.scope is None:
+                    self._finish_key()
+                    self._start(key, tuple(raw_cols[j][i] for j in key_idx))
+                    if len(self.rows) >= FLUSH_ROWS:
+                        yield self.flush()
+                b = bundles[i]
+                if b != self.b_open:
+                    self._advance(b)
+                row = dict(zip(user_columns, values))
+                if absent is not None and absent[i]:
+                    for c in absent[i]:
+                        row.pop(c, None)
+                on_row(row, i, b, cols, raw_cols, extra)
+                if self.ready:
+                    yield from self.ready
+                    self.ready = []
+            if len(self.rows) >= FLUSH_ROWS:
+                yield self.flush()
+        self._finish_key()

@@ -65,9 +65,9 @@ from windowlib.engines.spark.columns import (
     SUB,
 )
 from windowlib.engines.spark.pane_batches import run_batch
-from windowlib.engines.spark.pane_records import KeyScope, PaneWindow, WalkPosition, walk_key_rows
+from windowlib.engines.spark.pane_records import KeyScope, PaneWalkBase, PaneWindow
 from windowlib.engines.spark.walk_values import key_state_limit
-from windowlib.engines.spark.walker import WalkConfig, Walker
+from windowlib.engines.spark.walker import WalkConfig
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
 BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)
@@ -92,29 +92,19 @@ class PaneWalkConfig:
     global_window: bool = False         # GlobalWindows (count windows)
 
 
-def make_pane_walker(config: PaneWalkConfig) -> Any:
-    def walk(batches: Iterator[Any]) -> Iterator[Any]:
-        yield from PaneWalker(config).run_panes(batches)
-
-    return walk
-
-
-class PaneWalker(Walker):
-    """Walks the pane path's rows of one partition (see the module docstring)."""
+class PaneWalker(PaneWalkBase):
+    """Walks the pane path's rows of one partition (see the module docstring;
+    ``walker.make_walker(config, PaneWalker)`` is its ``mapInArrow`` function)."""
 
     def __init__(self, config: PaneWalkConfig) -> None:
-        super().__init__(config.walk)
+        super().__init__(config.walk, discarding=config.discarding,
+                         watermark_before=config.watermark_before)
         self.size, self.lateness = config.size_ms, config.lateness_ms
         self.early_every, self.late_every = config.early, config.late_every
-        self.discarding = config.discarding
-        self.w_before = config.watermark_before
-        self.P, self.W = self.times.processing_times, self.times.watermarks
         # buffered: the contents are the pane's elements, whatever the function's kind
         self.runner = FunctionRunner(self.logic.runner.spec, buffered=True)
         self.evictor = self.logic.evictor
         self.uses_context = self.runner.uses_context or self.evictor is not None
-        self.walk = WalkPosition()   # type: ignore[assignment]
-        self.scope: KeyScope | None = None
         self.windows: dict[int, PaneWindow] = {}
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
@@ -122,12 +112,9 @@ class PaneWalker(Walker):
         # firing — in the order the reference engine fires them
         self.pending: list[tuple[int, int, int]] = []
         self.cleanups: list[tuple[int, int]] = []         # (cleanup time, start)
-        self.live = 0             # buffered elements + open windows of the key
-        self.b_open = -1
         self.batching = self.runner.spec.kind == "batch"
         self.batch: list[tuple] = []      # queued firings of a batch function
         self.batch_rows = 0
-        self.ready: list[Any] = []        # output batches of batch functions, to yield
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
@@ -324,8 +311,8 @@ class PaneWalker(Walker):
         self._fire(window, timing, False)
 
     # --- the partition loop -----------------------------------------------------------------
-    def run_panes(self, batches: Iterator[Any]) -> Iterator[Any]:
-        yield from walk_key_rows(self, batches, (WS, SUB, TS), self._row)
+    def run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        yield from self.walk_rows(batches, (WS, SUB, TS))
         self._run_batch()
         yield from self.ready
         yield self.flush()

@@ -57,11 +57,11 @@ from windowlib.engines.spark.general import (
 from windowlib.engines.spark.native import count_phases, prepare_native
 from windowlib.engines.spark.native_parts import WS
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
-from windowlib.engines.spark.pane_walker import PaneWalkConfig, make_pane_walker
+from windowlib.engines.spark.pane_walker import PaneWalkConfig, PaneWalker
 from windowlib.engines.spark.planner import pane_trigger
 from windowlib.engines.spark.result_types import with_result_schema
-from windowlib.engines.spark.session_walker import SessionWalkConfig, make_session_walker
-from windowlib.engines.spark.walker import WalkConfig
+from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
+from windowlib.engines.spark.walker import WalkConfig, make_walker
 
 __all__ = ["PaneRun", "run_panes"]
 
@@ -159,11 +159,11 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         max_key_state=max_key_state, out_schema_json=out_schema.json(),
         large_types=large_var_types(df))
     if sessions:
-        walker = make_session_walker(SessionWalkConfig(
+        walker = make_walker(SessionWalkConfig(
             walk=config, watermark_before=list(parts.W_before),
-            discarding=not parts.accumulating))
+            discarding=not parts.accumulating), SessionWalker)
     else:
-        walker = make_pane_walker(_pane_config(config, parts, logic))
+        walker = make_walker(_pane_config(config, parts, logic), PaneWalker)
     tagged = rows.mapInArrow(walker, out_schema)
     if persist:
         tagged = tagged.persist()

@@ -60,11 +60,11 @@ from windowlib.engines.spark.columns import (
     PHASE_TIMERS_WM,
     SUB,
 )
-from windowlib.engines.spark.pane_records import KeyScope, WalkPosition, walk_key_rows
+from windowlib.engines.spark.pane_records import KeyScope, PaneWalkBase
 from windowlib.engines.spark.walk_values import finite_clock, key_state_limit
-from windowlib.engines.spark.walker import WalkConfig, Walker
+from windowlib.engines.spark.walker import WalkConfig
 
-__all__ = ["SessionWalkConfig", "make_session_walker"]
+__all__ = ["SessionWalkConfig", "SessionWalker"]
 _ON_TIME = Timing.ON_TIME
 
 
@@ -94,36 +94,23 @@ class Session:
         self.on_time = self.pending = self.armed = False
 
 
-def make_session_walker(config: SessionWalkConfig) -> Any:
-    def walk(batches: Iterator[Any]) -> Iterator[Any]:
-        yield from SessionWalker(config).run_sessions(batches)
-
-    return walk
-
-
-class SessionWalker(Walker):
-    """Walks the session rows of one partition (see the module docstring)."""
+class SessionWalker(PaneWalkBase):
+    """Walks the session rows of one partition (see the module docstring;
+    ``walker.make_walker(config, SessionWalker)`` is its ``mapInArrow`` function)."""
 
     def __init__(self, config: SessionWalkConfig) -> None:
-        super().__init__(config.walk)
+        super().__init__(config.walk, discarding=config.discarding,
+                         watermark_before=config.watermark_before)
         logic = self.logic
         self.assigner, self.runner = logic.assigner, logic.runner
         self.gap, self.lateness = logic.assigner.gap_ms, logic.allowed_lateness_ms
-        self.discarding = config.discarding
-        self.w_before = config.watermark_before
-        self.P, self.W = self.times.processing_times, self.times.watermarks
         self.uses_context = self.runner.uses_context
-        self.walk = WalkPosition()   # type: ignore[assignment]
-        self.scope: KeyScope | None = None
         self.sessions: list[Session] = []     # live, sorted by start, pairwise non-touching
         self.starts: list[int] = []
         # (b*, t, start, seq, session): end timers; (cleanup, start, seq, session): cleanups
         self.timers: list[tuple[int, int, int, int, Session]] = []
         self.cleanups: list[tuple[int, int, int, Session]] = []
-        self.live = 0
-        self.b_open = -1
         self.seq = 0
-        self.ready: list[Any] = []      # the shared loop's output queue (empty: no batch functions)
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
@@ -304,8 +291,8 @@ class SessionWalker(Walker):
         return True
 
     # --- the partition loop -----------------------------------------------------------------
-    def run_sessions(self, batches: Iterator[Any]) -> Iterator[Any]:
-        yield from walk_key_rows(self, batches, (SUB, TS), self._row)
+    def run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        yield from self.walk_rows(batches, (SUB, TS))
         yield self.flush()
 
     def _row(self, row: dict, i: int, b: int, cols: list, raw_cols: list,

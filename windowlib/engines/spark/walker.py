@@ -65,9 +65,13 @@ class WalkConfig:
     initial_processing_time: int = MIN_TS
 
 
-def make_walker(config: WalkConfig) -> Any:
+def make_walker(config: Any, cls: type[Walker] | None = None) -> Any:
+    """The ``mapInArrow`` function that walks each partition with a new ``cls(config)``
+    (default ``Walker``: the general path; the pane path's walkers take their own configs)."""
+    walker_cls = Walker if cls is None else cls
+
     def walk(batches: Iterator[Any]) -> Iterator[Any]:
-        yield from Walker(config).run(batches)
+        yield from walker_cls(config).run(batches)
 
     return walk
 
