@@ -111,6 +111,7 @@ class SessionWalker(PaneWalkBase):
         self.timers: list[tuple[int, int, int, int, Session]] = []
         self.cleanups: list[tuple[int, int, int, Session]] = []
         self.seq = 0
+        self.firing_max = 0
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
@@ -162,6 +163,12 @@ class SessionWalker(PaneWalkBase):
         self._fire(session, pane_timing(mx, time, session.on_time, True),
                    time == cleanup_time(mx, self.lateness, True))
 
+    def _meta(self, kind: str) -> tuple:
+        """A firing's ordering number is its window's max (``session_sql.py`` numbers its
+        firings so): a key's firings of one step are in end-timer order."""
+        head = super()._meta(kind)
+        return (*head[:4], self.firing_max) if kind == "firing" else head
+
     def _clock_at(self, b: int, phase: int) -> None:
         position = self.walk
         position.b, position.phase, position.sub = b, phase, 0
@@ -181,6 +188,7 @@ class SessionWalker(PaneWalkBase):
             if self.uses_context else None
         results = self.runner.results(self.scope.key_arg, window, context, contents)
         value = timing._value_
+        self.firing_max = session.mx
         for result in results:
             self.emit_firing(firing_row(self.logic, self.key_row, window, index, value,
                                         result, is_final, False))
