@@ -25,7 +25,11 @@ differential property compares it with the reference engine (``tests/spark/test_
 Event-time sessions (``planner.session_reasons``) take the same plan without windows: SQL
 does the rejects and the per-key sort (bundle, arrival order), and ``session_walker.py``
 merges, judges lateness on the merged window (its late elements are tagged rows, so
-``PaneRun.late_in_tagged``) and fires.
+``PaneRun.late_in_tagged``) and fires. With a declarative aggregate the rows are split first
+(``session_sql.py``): the sessions every element of which was at least 2 ms ahead of the
+watermark it met are aggregated in Spark SQL (one ON_TIME firing each, as tagged rows), only
+the others are walked; the marked rows are persisted then, the walker's output too, and the
+SQL firings read the marked rows lazily.
 
 Cost: the native path's row-level SQL and one shuffle and sort of the (element, window) rows by
 key — the general path's plan — then a few integer operations per element and Python per

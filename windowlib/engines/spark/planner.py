@@ -7,7 +7,9 @@ for everything else it names each reason, and the general path (the semantic cor
 function behind an evictor) whose windows and trigger the native path compiles, the pane path
 (``panes.py``: the native firings, the function and the evictor in Python once per firing;
 ``pane_reasons``) — event-time sessions with a static gap and the default trigger take its
-session walker (``session_walker.py``; ``session_reasons``). The native subset:
+session walker (``session_walker.py``; ``session_reasons``), with declarative aggregates
+only for the sessions that ``session_sql.py`` cannot aggregate in Spark SQL
+(``session_sql_reasons``). The native subset:
 
 - assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
   offset), keyed or ``window_all``;

@@ -59,7 +59,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from windowlib.engines.spark.bundles import TS
+from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.columns import (
     KIND,
     PHASE,
@@ -70,7 +70,7 @@ from windowlib.engines.spark.columns import (
     N,
 )
 from windowlib.engines.spark.native_aggs import compile_aggregates
-from windowlib.engines.spark.native_parts import WP, Parts, at, finite, rank
+from windowlib.engines.spark.native_parts import PB, REASON, WP, Parts, at, finite, rank
 
 __all__ = ["COMPLEX", "COMPONENT", "split_sessions"]
 
@@ -102,7 +102,8 @@ def split_sessions(rows: Any, parts: Parts, pipeline: Any, result: list, types: 
     ahead = (ts - F.lit(1) > F.col(WP)).cast("int")        # ts >= W + 2
     component = Window.partitionBy(*keys, F.col(COMPONENT))
     rows = rows.withColumn(COMPLEX, F.min(ahead).over(component) == F.lit(0))
-    if persist:
+    rows = rows.drop(*[c for c in (ARRIVAL, TREASON, PB, WP, REASON) if c in rows.columns])
+    if persist:     # (the clocks and reasons dropped: what neither part reads is not cached)
         rows = rows.persist()
     marked = rows
     compiled = compile_aggregates(pipeline.function.fn.aggregates, result, types)

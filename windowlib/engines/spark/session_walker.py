@@ -3,7 +3,8 @@ with the default ``EventTimeTrigger``, without the per-element trigger and timer
 the core's driver (one-shot runs; ``planner.session_reasons`` says which pipelines).
 
 It runs in the Python workers over one key's accepted elements (rejects are Spark SQL's, as on
-the native path), sorted as the reference engine steps through them (bundle, arrival order),
+the native path; with a declarative aggregate only the sessions ``session_sql.py`` leaves to
+it), sorted as the reference engine steps through them (bundle, arrival order),
 and keeps the key's live sessions as a sorted list of disjoint, non-touching windows with their
 contents. Per element of bundle ``b`` (it meets ``W = W_{b-1}``), as ``KeyDriver`` with
 ``SessionMerging`` does (``core/driver.py``, ``core/merging.py``):
