@@ -118,7 +118,7 @@ def mixed_bundles(draw):
     return bundles
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
+@settings(max_examples=max(1, EXAMPLES // 2), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 @given(data=st.data())

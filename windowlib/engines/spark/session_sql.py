@@ -93,9 +93,9 @@ def split_sessions(rows: Any, parts: Parts, pipeline: Any, result: list, types: 
     keys = parts.keys
     ts = F.col(TS)
     by_time = (Window.partitionBy(*keys) if keys else Window).orderBy(ts)
-    previous = F.lag(ts).over(by_time)
-    starts = F.when(previous.isNull() | (ts - previous > F.lit(logic.assigner.gap_ms)),
-                    F.lit(1)).otherwise(F.lit(0))
+    rows = rows.withColumn(COMPONENT, ts - F.lag(ts).over(by_time))    # null: the first
+    starts = F.when(F.col(COMPONENT).isNull() | (F.col(COMPONENT) > F.lit(
+        logic.assigner.gap_ms)), F.lit(1)).otherwise(F.lit(0))
     rows = rows.withColumn(COMPONENT, starts)
     rows = rows.withColumn(COMPONENT, F.sum(COMPONENT).over(
         by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
