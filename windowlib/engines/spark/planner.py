@@ -338,8 +338,8 @@ def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
                 f"Connect\n{runs}")
     if choice.path == "panes" and pipeline.window_assigner.is_merging:
         sql = session_sql_reasons(pipeline)
-        split = ("two parts: the sessions whose every element was ahead of the watermark it "
-                 "met (they can neither be late nor merge into a fired session) are "
+        split = ("two parts: the sessions whose every element was at least 2 ms ahead of "
+                 "the watermark it met (they can neither be late nor meet a fired session) are "
                  "aggregated in Spark SQL and fire once ON_TIME (session_sql.py); the others "
                  "take the session walker (" if not sql else "session walker (")
         why_walker = ("" if not sql else "\n  why every session takes the walker: "
