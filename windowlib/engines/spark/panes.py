@@ -25,7 +25,11 @@ differential property compares it with the reference engine (``tests/spark/test_
 Event-time sessions (``planner.session_reasons``) take the same plan without windows: SQL
 does the rejects and the per-key sort (bundle, arrival order), and ``session_walker.py``
 merges, judges lateness on the merged window (its late elements are tagged rows, so
-``PaneRun.late_in_tagged``) and fires.
+``PaneRun.late_in_tagged``) and fires. With a declarative aggregate the rows are split first
+(``session_sql.py``): the sessions every element of which was at least 2 ms ahead of the
+watermark it met are aggregated in Spark SQL (one ON_TIME firing each, as tagged rows), only
+the others are walked; the marked rows are persisted then, the walker's output too, and the
+SQL firings read the marked rows lazily.
 
 Cost: the native path's row-level SQL and one shuffle and sort of the (element, window) rows by
 key — the general path's plan — then a few integer operations per element and Python per
@@ -37,7 +41,7 @@ run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.assigners import GlobalWindows
@@ -58,8 +62,9 @@ from windowlib.engines.spark.native import count_phases, prepare_native
 from windowlib.engines.spark.native_parts import WS
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, PaneWalker
-from windowlib.engines.spark.planner import pane_trigger
+from windowlib.engines.spark.planner import pane_trigger, session_sql_reasons
 from windowlib.engines.spark.result_types import with_result_schema
+from windowlib.engines.spark.session_sql import split_sessions
 from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
 from windowlib.engines.spark.walker import WalkConfig, make_walker
 
@@ -83,6 +88,8 @@ class PaneRun:
     persisted: bool = False
     retracting: bool = False
     late_in_tagged: bool = False     # sessions: the walker judges lateness (``late`` is empty)
+    walked: Any = None     # the rows the walker takes (sessions in two parts: session_sql.py)
+    cached: list = field(default_factory=list)     # the persisted frames (``persist``)
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """Firings and side outputs from the tagged rows, late and rejects from the native
@@ -104,7 +111,7 @@ class PaneRun:
             parts = [tagged_part(self.tagged, names, run_id, ("firings", "side_outputs")),
                      OutputPart(self.late, "late",
                                 {"late": render(names, "late", value, run_id)}), rejects]
-        return SparkOutputs(names, parts, cached=[self.tagged] if self.persisted else [])
+        return SparkOutputs(names, parts, cached=list(self.cached))
 
 
 def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
@@ -137,18 +144,24 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         rows = rows.repartition(n, *keys) if n else rows.repartition(*keys)
     else:
         rows = rows.repartition(1)
+    json_set = set(json_columns)
+    mode, result, out_schema = walker_schema(pipeline, df.schema, user_columns, json_set)
+    sessions = logic.merging
+    types = {f.name: f.dataType for f in df.schema.fields}
+    sql_firings, cached = None, []
+    if sessions and not session_sql_reasons(pipeline, types, json_columns):
+        rows, sql_firings, marked = split_sessions(rows, parts, pipeline, result, types,
+                                                   out_schema, persist=persist)
+        cached.append(marked)
     # the reference engine's steps per key: bundles in order, elements in arrival order, an
     # element's windows by start (sessions: the walker assigns them); the ordering columns
     # stay in Spark
-    sessions = logic.merging
     window_col = [] if sessions else [F.col(WS)]
     rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB), *window_col)
     rows = rows.select(*keys, *[F.col(f"`{c}`") for c in user_columns
                                 if c not in logic.key_column_set],
                        *absent, F.col(B), F.col(SUB), F.col(TS), *window_col)
 
-    json_set = set(json_columns)
-    mode, result, out_schema = walker_schema(pipeline, df.schema, user_columns, json_set)
     side_types = logic.runner.side_types
     config = WalkConfig(
         pipeline=pipeline, arrivals=plan.index, processing_times=plan.processing_times,
@@ -167,11 +180,15 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     tagged = rows.mapInArrow(walker, out_schema)
     if persist:
         tagged = tagged.persist()
+    cached.insert(0, tagged)     # first: counting it runs the walker (errors surface there)
+    if sql_firings is not None:     # the SQL part reads the persisted marked rows
+        tagged = sql_firings.unionByName(tagged)
     return PaneRun(tagged=tagged, late=inputs.late, rejects=inputs.rejects, plan=plan,
                    key_columns=logic.key_columns,
                    result_columns=tuple(f.name for f in result), result_mode=mode,
                    element_columns=tuple(user_columns), typed_tags=tuple(side_types),
-                   persisted=persist, late_in_tagged=sessions)
+                   persisted=persist, late_in_tagged=sessions, walked=rows,
+                   cached=cached if persist else [])
 
 
 def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:

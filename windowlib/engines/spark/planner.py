@@ -7,7 +7,9 @@ for everything else it names each reason, and the general path (the semantic cor
 function behind an evictor) whose windows and trigger the native path compiles, the pane path
 (``panes.py``: the native firings, the function and the evictor in Python once per firing;
 ``pane_reasons``) — event-time sessions with a static gap and the default trigger take its
-session walker (``session_walker.py``; ``session_reasons``). The native subset:
+session walker (``session_walker.py``; ``session_reasons``), with declarative aggregates
+only for the sessions that ``session_sql.py`` cannot aggregate in Spark SQL
+(``session_sql_reasons``). The native subset:
 
 - assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
   offset), keyed or ``window_all``;
@@ -217,6 +219,42 @@ def session_reasons(pipeline: Pipeline) -> list[str]:
     return reasons
 
 
+# the declarative aggregates whose session result Spark SQL computes as the walker does
+# (collect_list: the walker concatenates merged sessions in window order, not arrival order)
+SESSION_SQL_KINDS = NATIVE_KINDS - {"collect_list"}
+
+
+def session_sql_reasons(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None,
+                        json_columns: Sequence[str] = ()) -> list[str]:
+    """Why the session walker's pipeline cannot aggregate its simple sessions in Spark SQL
+    (``session_sql.py``: every element of the session ahead of the watermark it met); empty
+    when it can: a declarative aggregate without a process function, of the kinds in
+    ``SESSION_SQL_KINDS``, typed from the input columns (``input_types``, when known), over
+    columns that hold values of one type."""
+    spec = pipeline.function
+    if spec is None or spec.kind != "declarative" or spec.process_fn is not None:
+        kind = "no function" if spec is None else spec.kind
+        return [f"the window function is Python code ({kind}): the walker runs it"]
+    reasons = []
+    kinds = sorted({a.kind for a in spec.fn.aggregates} - SESSION_SQL_KINDS)
+    if kinds:
+        reasons.append(f"aggregates {kinds} keep the walker's merge order")
+    reserved = sorted(set(spec.fn.output_names) & RESERVED_COLUMNS)
+    if reserved:
+        reasons.append(f"result columns {reserved} collide with output columns")
+    used = {a.column for a in spec.fn.aggregates if a.column is not None}
+    mixed = sorted((used | set(pipeline.key_columns)) & set(json_columns))
+    if mixed:
+        reasons.append(f"the columns {mixed} hold values of mixed types")
+    elif input_types is not None and not reasons:
+        from windowlib.engines.spark.result_types import result_fields
+
+        if result_fields(pipeline, dict(input_types))[0] != "typed":
+            reasons.append("a declarative aggregate's result type cannot be derived from "
+                           "the input columns")
+    return reasons
+
+
 def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     """Why the native firing builders cannot compute the pipeline's firings (``panes``: for the
     pane path, which also buffers panes for evictors, fires continuous event-time and count
@@ -299,11 +337,18 @@ def explain_choice(pipeline: Pipeline, choice: PathChoice) -> str:
                 "filters or computed columns, INT96 timestamps, or remote files over Spark "
                 f"Connect\n{runs}")
     if choice.path == "panes" and pipeline.window_assigner.is_merging:
-        return (f"pipeline {pipeline.name!r}: pane path, session walker (rejects in Spark "
-                "SQL, one shuffle and sort per key; sessions merged, judged late and fired "
-                "in Python with the core's function runner, the window function once per "
-                "firing: session_walker.py)\n  why not native: " + "; ".join(choice.reasons)
-                + f"\n{runs}")
+        sql = session_sql_reasons(pipeline)
+        split = ("two parts: the sessions whose every element was at least 2 ms ahead of "
+                 "the watermark it met (they can neither be late nor meet a fired session) are "
+                 "aggregated in Spark SQL and fire once ON_TIME (session_sql.py); the others "
+                 "take the session walker (" if not sql else "session walker (")
+        why_walker = ("" if not sql else "\n  why every session takes the walker: "
+                      + "; ".join(sql))
+        return (f"pipeline {pipeline.name!r}: pane path, {split}rejects in Spark SQL, one "
+                "shuffle and sort per key; sessions merged, judged late and fired in Python "
+                "with the core's function runner, the window function once per firing: "
+                "session_walker.py)\n  why not native: " + "; ".join(choice.reasons)
+                + why_walker + f"\n{runs}")
     if choice.path == "panes":
         return (f"pipeline {pipeline.name!r}: pane path (the native path's firings in Spark "
                 "SQL; the Python window function runs once per firing over the pane's "

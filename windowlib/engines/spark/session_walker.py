@@ -3,7 +3,8 @@ with the default ``EventTimeTrigger``, without the per-element trigger and timer
 the core's driver (one-shot runs; ``planner.session_reasons`` says which pipelines).
 
 It runs in the Python workers over one key's accepted elements (rejects are Spark SQL's, as on
-the native path), sorted as the reference engine steps through them (bundle, arrival order),
+the native path; with a declarative aggregate only the sessions ``session_sql.py`` leaves to
+it), sorted as the reference engine steps through them (bundle, arrival order),
 and keeps the key's live sessions as a sorted list of disjoint, non-touching windows with their
 contents. Per element of bundle ``b`` (it meets ``W = W_{b-1}``), as ``KeyDriver`` with
 ``SessionMerging`` does (``core/driver.py``, ``core/merging.py``):
@@ -111,6 +112,7 @@ class SessionWalker(PaneWalkBase):
         self.timers: list[tuple[int, int, int, int, Session]] = []
         self.cleanups: list[tuple[int, int, int, Session]] = []
         self.seq = 0
+        self.firing_max = 0
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
@@ -162,6 +164,12 @@ class SessionWalker(PaneWalkBase):
         self._fire(session, pane_timing(mx, time, session.on_time, True),
                    time == cleanup_time(mx, self.lateness, True))
 
+    def _meta(self, kind: str) -> tuple:
+        """A firing's ordering number is its window's max (``session_sql.py`` numbers its
+        firings so): a key's firings of one step are in end-timer order."""
+        head = super()._meta(kind)
+        return (*head[:4], self.firing_max) if kind == "firing" else head
+
     def _clock_at(self, b: int, phase: int) -> None:
         position = self.walk
         position.b, position.phase, position.sub = b, phase, 0
@@ -181,6 +189,7 @@ class SessionWalker(PaneWalkBase):
             if self.uses_context else None
         results = self.runner.results(self.scope.key_arg, window, context, contents)
         value = timing._value_
+        self.firing_max = session.mx
         for result in results:
             self.emit_firing(firing_row(self.logic, self.key_row, window, index, value,
                                         result, is_final, False))
