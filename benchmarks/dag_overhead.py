@@ -267,8 +267,10 @@ def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float],
 
         last = runs[-1]["dag_run_id"]
         tis = _rest(services, f"/dags/{dag}/dagRuns/{last}/taskInstances")["task_instances"]
-        return [seconds(r) for r in runs], {t["task_id"]: seconds(t) for t in tis
-                                            if t.get("start_date") and t.get("end_date")}
+        tasks = {t["task_id"]: seconds(t) for t in tis if t.get("start_date") and t.get("end_date")}
+        # between tasks: the run's wall time not spent inside a task (scheduling, queueing)
+        tasks["(gaps)"] = seconds(runs[-1]) - sum(tasks.values())
+        return [seconds(r) for r in runs], tasks
     finally:
         services.stop()
 
@@ -297,7 +299,8 @@ def measure_services(work: Path, order: str = "on,off") -> None:
                   f"{found[preload]:.1f} s (runs: "
                   + ", ".join(f"{x:.1f} s" for x in per_run) + ")\n    last run's tasks: "
                   + ", ".join(f"{k} {v:.1f} s" for k, v in tasks.items()), flush=True)
-        print(f"  preload on / off per run: {found[True] / found[False]:.2f}", flush=True)
+        if len(found) == 2:
+            print(f"  preload on / off per run: {found[True] / found[False]:.2f}", flush=True)
     finally:
         server.stop()
 
