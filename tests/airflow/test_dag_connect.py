@@ -61,8 +61,7 @@ def _return_values(dag_id: str, run_id: str) -> dict[str, dict]:
     from sqlalchemy import select
 
     with create_session() as session:
-        rows = session.execute(select(XComModel.task_id, XComModel.value)
-                               .where(XComModel.dag_id == dag_id, XComModel.run_id == run_id,
-                                      XComModel.key == "return_value")).all()
-    return {task: value if isinstance(value, dict) else json.loads(value)
-            for task, value in rows}
+        rows = session.scalars(select(XComModel).where(
+            XComModel.dag_id == dag_id, XComModel.run_id == run_id,
+            XComModel.key == "return_value")).all()
+        return {row.task_id: XComModel.deserialize_value(row) for row in rows}
