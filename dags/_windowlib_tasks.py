@@ -131,7 +131,7 @@ def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
 
     job = get_job(name)
     # one Connect server session for this DAG run's Spark tasks (XCom carries its id)
-    session_id = planned.get("spark_session") or str(uuid.uuid4())
+    session_id = planned.get("spark_session") or (str(uuid.uuid4()) if spark_remote() else None)
     spark = _spark(session_id)
     try:
         ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
