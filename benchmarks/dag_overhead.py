@@ -19,7 +19,8 @@ hourly file of 20 events, then a run with nothing new), in three set-ups:
   LocalExecutor, api-server, dag-processor), tasks as Spark Connect clients, scheduled runs
   over three hourly files — once with the scheduler preloading the tasks' modules
   (``infra/airflow_settings``, the default) and once without (``WINDOWLIB_PRELOAD=0``); per
-  run and per task the times Airflow recorded, and the ratio.
+  run and per task the times Airflow recorded (medians of runs 2-3; "between tasks" is the
+  run's wall time outside its tasks), and the ratio.
 
 Figures are seconds on this machine (wall clock; for parsing also CPU time, which a busy
 shared machine distorts less), printed, never asserted. Everything runs on
@@ -232,7 +233,7 @@ def measure_runs(work: Path, setups: list[str], services_order: str = "on,off") 
 
 def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float], dict]:
     """Three scheduled runs of ``windowlib_clickstream_demo`` in real services: (seconds per
-    run, seconds per task of the last run), as Airflow recorded them."""
+    run, median seconds per task of runs 2-3), as Airflow recorded them."""
     from datetime import datetime
 
     from infra import airflow_services as svc
@@ -265,10 +266,16 @@ def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float],
             return (datetime.fromisoformat(x["end_date"])
                     - datetime.fromisoformat(x["start_date"])).total_seconds()
 
-        last = runs[-1]["dag_run_id"]
-        tis = _rest(services, f"/dags/{dag}/dagRuns/{last}/taskInstances")["task_instances"]
-        return [seconds(r) for r in runs], {t["task_id"]: seconds(t) for t in tis
-                                            if t.get("start_date") and t.get("end_date")}
+        per_task = []   # per run: seconds per task, and between tasks
+        for r in runs:
+            tis = _rest(services, f"/dags/{dag}/dagRuns/{r['dag_run_id']}/taskInstances")
+            tasks = {t["task_id"]: seconds(t) for t in tis["task_instances"]
+                     if t.get("start_date") and t.get("end_date")}
+            # between tasks: the run's wall time not spent inside a task (scheduling, start-up)
+            tasks["(between tasks)"] = seconds(r) - sum(tasks.values())
+            per_task.append(tasks)
+        return [seconds(r) for r in runs], {
+            k: statistics.median(t.get(k, 0.0) for t in per_task[1:]) for k in per_task[-1]}
     finally:
         services.stop()
 
@@ -295,9 +302,10 @@ def measure_services(work: Path, order: str = "on,off") -> None:
             found[preload] = statistics.median(per_run[1:])
             print(f"  real services, preload {'on' if preload else 'off'}: median of runs 2-3 "
                   f"{found[preload]:.1f} s (runs: "
-                  + ", ".join(f"{x:.1f} s" for x in per_run) + ")\n    last run's tasks: "
+                  + ", ".join(f"{x:.1f} s" for x in per_run) + ")\n    runs 2-3, median per task: "
                   + ", ".join(f"{k} {v:.1f} s" for k, v in tasks.items()), flush=True)
-        print(f"  preload on / off per run: {found[True] / found[False]:.2f}", flush=True)
+        if len(found) == 2:
+            print(f"  preload on / off per run: {found[True] / found[False]:.2f}", flush=True)
     finally:
         server.stop()
 

@@ -44,7 +44,10 @@ Invariants:
   (``sc://host:port``) is set in the task's environment, or when
   ``WINDOWLIB_SPARK_CONNECT_CONN_ID`` names an Airflow ``spark_connect`` connection (its URL is
   then exported as ``SPARK_REMOTE`` for the rest of the task process); otherwise an
-  in-process local SparkSession. Resolved at run time, never at parse time.
+  in-process local SparkSession. Resolved at run time, never at parse time. Over Connect the
+  tasks of one DAG run share one server session (unless the URL names one): ``run`` makes
+  its id (a random UUID) and passes it on in its XCom (``spark_session``), so the server
+  starts that session's Python workers once per DAG run, not once per task.
 * Every task body runs in ``task_scope()`` (``_windowlib_ops``): library noise below INFO and
   one ``windowlib <stage> <pipeline>:`` line per stage, S3 through ``$WINDOWLIB_AWS_CONN_ID``'s
   connection when set, user errors failing fast. Each task returns ONE small XCom object

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +53,33 @@ def spark_remote() -> str | None:
     return SparkConnectHook(conn_id).get_connection_url()
 
 
-def _spark() -> Any:
+def _spark(session_id: str | None = None) -> Any:
     """The task's SparkSession: Spark Connect (``spark_remote``), else the active one, else a
     new local one — its master and settings from the Spark connection named by
     ``$WINDOWLIB_SPARK_SESSION_CONN_ID`` when set, its JVM's stderr into the task log at
-    DEBUG/WARNING (``jvm_stderr_to_log``)."""
-    from windowlib.engines.spark.session import get_or_create_session
+    DEBUG/WARNING (``jvm_stderr_to_log``).
+
+    Over Spark Connect, ``session_id`` (the ``spark_session`` the ``run`` task passes on)
+    names the server-side session: the tasks of one DAG run share it — its Python workers
+    are started once, not once per task — unless the URL names a session itself. A session
+    the server has closed meanwhile (idle timeout before a late retry) is replaced by a new
+    one."""
+    from windowlib.engines.spark.session import connect_url, get_or_create_session
 
     url = spark_remote()
-    if url:  # every session lookup of this task process goes to the same server
-        os.environ["SPARK_REMOTE"] = url
-        return get_or_create_session(app_name="windowlib-airflow", remote=url)
+    if url:  # every session lookup of this task process goes to the same server session
+        shared = connect_url(url, session_id)
+        try:
+            spark = get_or_create_session(app_name="windowlib-airflow", remote=shared)
+        except Exception as exc:
+            if shared == url or "SESSION_CLOSED" not in str(exc):
+                raise
+            log.warning("the DAG run's Spark Connect session is closed (%s); using a new one",
+                        type(exc).__name__)
+            shared = url
+            spark = get_or_create_session(app_name="windowlib-airflow", remote=url)
+        os.environ["SPARK_REMOTE"] = shared
+        return spark
     from pyspark.sql import SparkSession
 
     if SparkSession.getActiveSession() is not None:
@@ -113,7 +130,9 @@ def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
     from windowlib.runs.operations import stage_job
 
     job = get_job(name)
-    spark = _spark()
+    # one Connect server session for this DAG run's Spark tasks (XCom carries its id)
+    session_id = planned.get("spark_session") or (str(uuid.uuid4()) if spark_remote() else None)
+    spark = _spark(session_id)
     try:
         ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
     except StateError as exc:
@@ -128,7 +147,8 @@ def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
     counts = ref.get("summary") or {}
     stage_line("run", name, staged=ref.get("run_id"),
                **{k: counts[k] for k in ("inputs", "firings", "late", "rejects") if k in counts})
-    return {**{k: planned[k] for k in ("pipeline", "root", "partitions", "base")}, "ref": ref}
+    return {**{k: planned[k] for k in ("pipeline", "root", "partitions", "base")}, "ref": ref,
+            "spark_session": session_id}
 
 
 def do_audit(name: str, staged: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +156,8 @@ def do_audit(name: str, staged: dict[str, Any]) -> dict[str, Any]:
     from windowlib.runs.operations import audit_job
 
     job = get_job(name)
-    validation = audit_job(job, staged["root"], staged["ref"], spark=_spark())
+    validation = audit_job(job, staged["root"], staged["ref"],
+                           spark=_spark(staged.get("spark_session")))
     stage_line("audit", name, success=validation.get("success"),
                failed=validation.get("failed"), data_docs=validation.get("data_docs"))
     return {**staged, "validation": validation}
@@ -181,7 +202,8 @@ def do_publish(name: str, audited: dict[str, Any], publish_on_failure: bool = Fa
         key = replanned["plan"]["run_id"]
         try:
             summary = run_job(job, root, partitions=tuple(audited["partitions"]), run_id=key,
-                              spark=_spark(), publish_on_failure=publish_on_failure,
+                              spark=_spark(audited.get("spark_session")),
+                              publish_on_failure=publish_on_failure,
                               progress=log.debug).to_dict()
         except StateError as again:
             if again.code != "CHECKPOINT_CONFLICT":

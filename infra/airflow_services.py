@@ -12,7 +12,8 @@ prints the UI address and the login and stops everything on Ctrl-C / SIGTERM.
 Invariants:
 
 * Configuration is environment only (no edits to ``airflow.cfg``): DAGS_FOLDER is the repo's
-  ``dags/``, no examples, DAGs are not paused at creation, ``PARALLELISM=4``, the simple auth
+  ``dags/``, no examples, DAGs are not paused at creation, ``PARALLELISM=4``, an idle
+  scheduler loop sleeps 0.25 s (not 1 s: task-to-task latency), the simple auth
   manager with one ``admin`` user whose password is generated once into
   ``{home}/passwords.json`` (mode 0600) and reused; one JWT secret, also generated once into
   ``{home}/jwt_secret`` (0600), is shared by all services so task tokens verify.
@@ -114,6 +115,10 @@ def airflow_env(home: Path, port: int = 8080, root: str | None = None,
         "AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX": "regexp",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
+        # an idle scheduler loop sleeps this long (Airflow's default 1 s) before it looks again
+        # for finished tasks and their ready downstream tasks: each of a DAG run's four
+        # task-to-task hand-overs waited up to that long (docs/performance.md, "Airflow tasks")
+        "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.25",
         # OpenLineage (when configured) from a thread: a forked child shares Spark's py4j socket
         "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
         "AIRFLOW__CORE__AUTH_MANAGER":

@@ -1,7 +1,8 @@
 """A pipeline DAG run whose tasks are thin Spark Connect clients: a real local Spark Connect
 server (``infra.spark_connect``) on 127.0.0.1, named by an Airflow
 ``spark_connect`` connection (``WINDOWLIB_SPARK_CONNECT_CONN_ID``); ``dag.test()`` runs the
-whole write-audit-publish chain through it and publishes."""
+whole write-audit-publish chain through it and publishes, the run and audit tasks in one
+server session."""
 
 from __future__ import annotations
 
@@ -36,9 +37,14 @@ def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_mod
         states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}
         assert str(dr.state) == "success", states
         assert set(states.values()) == {"success"}, states
-        # the tasks went through the connection's server, not a local session
+        # the tasks went through the connection's server, not a local session, and the run
+        # and audit tasks shared ONE server session (its Python workers start once per run)
         remote = [url for url, s in sessions._REMOTE_SESSIONS.items() if not s.is_stopped]
         assert remote and all(url.startswith(server.url) for url in remote), remote
+        xcom = _return_values(dr.dag_id, dr.run_id)
+        shared = xcom["run"]["spark_session"]
+        assert xcom["audit"]["spark_session"] == shared
+        assert remote == [f"{server.url}/;session_id={shared}"], remote
         job = get("clickstream_demo")
         status = job_status(job, lake.as_uri())
         assert status["version"] == 1 and status["files_consumed_total"] == 1
@@ -47,3 +53,15 @@ def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_mod
     finally:
         sessions.stop_remote_sessions()
         server.stop()
+
+
+def _return_values(dag_id: str, run_id: str) -> dict[str, dict]:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.scalars(select(XComModel).where(
+            XComModel.dag_id == dag_id, XComModel.run_id == run_id,
+            XComModel.key == "return_value")).all()
+        return {row.task_id: XComModel.deserialize_value(row) for row in rows}

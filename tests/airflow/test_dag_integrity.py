@@ -253,6 +253,19 @@ def test_spark_remote_is_spark_remote_else_the_spark_connect_connection(monkeypa
     assert spark_remote() == "sc://spark-connect.internal:15002"
 
 
+def test_a_dag_runs_connect_url_names_its_server_session_unless_the_url_names_one():
+    from windowlib.engines.spark.session import connect_url
+
+    sid = "2f1c7a4e-8b0d-4c55-9b8e-6d0f3a1e9c21"
+    assert connect_url("sc://h:15002", sid) == f"sc://h:15002/;session_id={sid}"
+    assert connect_url("sc://h:15002/", sid) == f"sc://h:15002/;session_id={sid}"
+    assert connect_url("sc://h:15002/;token=t;use_ssl=true", sid) == \
+        f"sc://h:15002/;session_id={sid};token=t;use_ssl=true"
+    mine = f"sc://h:15002/;session_id={sid}"
+    assert connect_url(mine, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f") == mine
+    assert connect_url("sc://h:15002", None) == "sc://h:15002"
+
+
 @pytest.mark.parametrize("schedule, after, interval", [
     # weekdays at 09:00: Friday's run covers the weekend, up to Monday 09:00
     ("0 9 * * MON-FRI", datetime(2024, 3, 4, 9, 30, tzinfo=UTC),

@@ -59,8 +59,8 @@ def _probe(argv: list[str], **env: str) -> tuple[dict, str]:
 def test_the_scheduler_preloads_the_task_modules_and_a_forked_task_uses_them():
     got, stderr = _probe(["/venv/bin/airflow", "scheduler"])
     assert got["loaded"] == got["modules"]
-    assert {"great_expectations", "pyspark.sql", "windowlib.quality.validate"} \
-        <= set(got["loaded"])
+    assert {"great_expectations", "pyspark.sql", "pyspark.sql.connect.session",
+            "windowlib.quality.validate"} <= set(got["loaded"])
     assert got["threads"] == 1, "a preloaded module started a thread (unsafe to fork)"
     assert got["child_ok"] is True
     assert got["exports"] == [], "the hook must not override Airflow settings"
@@ -84,3 +84,5 @@ def test_the_services_environment_puts_the_hook_on_the_path(tmp_path):
     env = airflow_env(tmp_path)
     path = env["PYTHONPATH"].split(os.pathsep)
     assert str(SETTINGS) in path and (SETTINGS / "airflow_local_settings.py").is_file()
+    # an idle scheduler looks again for finished tasks after 0.25 s, not Airflow's 1 s
+    assert float(env["AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME"]) < 1

@@ -16,7 +16,7 @@ import windowlib as wl
 from windowlib import aggregates as agg
 from windowlib.core.errors import QualityError
 from windowlib.engines.spark import run_dataframe
-from windowlib.quality import lateness_histogram, validate_outputs
+from windowlib.quality import datadocs, lateness_histogram, validate_outputs
 from windowlib.quality.suites import FRAMES
 
 pytestmark = pytest.mark.spark
@@ -87,6 +87,8 @@ def test_real_outputs_pass_and_write_data_docs(accumulating, tmp_path):
     assert outcome.data_docs_index == str(tmp_path / "docs" / "index.html")
     index = (tmp_path / "docs" / "index.html").read_text()
     assert "quality_demo.firings" in index and "quality_demo.windows" in index
+    cache = datadocs._template_cache()     # templates compiled once per machine, not per build
+    assert cache is not None and list(Path(cache.directory).glob("__windowlib_datadocs_*"))
     small = outcome.to_dict()
     assert small["success"] is True and small["data_docs"] == outcome.data_docs_index
     assert not result.firings.is_cached

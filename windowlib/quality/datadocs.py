@@ -14,6 +14,10 @@ bootstrap-table, jQuery, Font Awesome and Vega from CDNs and its navbar logo fro
   templates (``templates/datadocs``) first on the loader path: no ``<link>``, ``<script>`` or
   ``<img>`` refers to the network; tables GX draws with bootstrap-table are rendered to plain
   HTML when the page is built; a small bundled stylesheet replaces Bootstrap;
+* every view compiles its templates once per machine, not once per view and process: their
+  Jinja environments (all configured alike) share Jinja's file-system bytecode cache, in
+  files of their own (keyed by template path, checked against the source's checksum; a build
+  compiled every template again for each of its three views);
 * ``run_name(run_id)``: the run name GX files and shows a validation under — windowlib's run
   id, with every character outside ``[A-Za-z0-9_.:@+=-]`` replaced by ``_`` (GX makes it a
   path segment).
@@ -21,12 +25,13 @@ bootstrap-table, jQuery, Font Awesome and Vega from CDNs and its navbar logo fro
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
 
 from great_expectations.render.view import DefaultJinjaIndexPageView, DefaultJinjaPageView
-from jinja2 import ChoiceLoader, FileSystemLoader
+from jinja2 import ChoiceLoader, FileSystemBytecodeCache, FileSystemLoader
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "datadocs"
 RESULTS_DIR = "_validation_results"
@@ -43,8 +48,30 @@ def run_name(run_id: Any) -> str:
     return name[:200]
 
 
+class _TemplateCache(FileSystemBytecodeCache):
+    """Jinja's compiled-template cache in its per-user directory; an optimisation only, so a
+    cache file that cannot be written is skipped."""
+
+    def dump_bytecode(self, bucket: Any) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+_CACHE: list[_TemplateCache | None] = []
+
+
+def _template_cache() -> _TemplateCache | None:
+    if not _CACHE:
+        try:            # Jinja's default directory: <tmp>/_jinja2-cache-<uid>, 0700, owner checked
+            _CACHE.append(_TemplateCache(pattern="__windowlib_datadocs_%s.cache"))
+        except (OSError, RuntimeError):
+            _CACHE.append(None)
+    return _CACHE[0]
+
+
 def _offline(env: Any) -> None:
     env.loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES)), env.loader])
+    env.bytecode_cache = _template_cache()
 
 
 class OfflinePageView(DefaultJinjaPageView):

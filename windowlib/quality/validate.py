@@ -5,12 +5,13 @@ per-window frame: one GX suite and one validation per frame (built-in
 checks and the pipeline's own expectations together), then ONE Data Docs build into
 ``context_dir`` (when given).
 
-Cost model (measured: GX on Spark runs about one Spark job per metric bundle, and every Data
-Docs build recompiles its templates): the happy path runs every suite with GX's
-``BOOLEAN_ONLY`` result format (aggregate metrics only, no unexpected-value samples) and builds
-Data Docs once — 49 Spark jobs per validation before, far fewer now. Exact counts are computed
-only when something failed: ``frames.py`` for the built-in checks, and a second GX pass with the
-``BASIC`` format over just the failed pipeline expectations.
+Cost model (measured: GX on Spark runs about one Spark job per metric bundle — over Spark
+Connect 8 executions for a typical pipeline, the first one reading the staged files — and
+Data Docs templates are compiled once per machine, ``datadocs.py``): the happy path runs every
+suite with GX's ``BOOLEAN_ONLY`` result format (aggregate metrics only, no unexpected-value
+samples) and builds Data Docs once — 49 Spark jobs per validation before, far fewer now.
+Exact counts are computed only when something failed: ``frames.py`` for the built-in checks,
+and a second GX pass with the ``BASIC`` format over just the failed pipeline expectations.
 
 Invariants:
 

@@ -18,6 +18,9 @@ and the DAG tasks ship the registry's package). New classic sessions on a ``loca
 the driver to 127.0.0.1; on a cluster the driver's address is Spark's choice
 (``SPARK_LOCAL_IP``, ``spark.driver.host``).
 
+``connect_url(url, session_id)`` names one server-side session in a Connect URL, so that
+several client processes (the tasks of one DAG run) share its state and its Python workers.
+
 ``stop_remote_sessions()`` closes the Connect sessions this module opened and clears PySpark's
 process-wide Connect flag, so classic sessions work again afterwards (PySpark routes
 ``pyspark.sql.functions`` to Connect while ``SPARK_CONNECT_MODE_ENABLED`` is set).
@@ -131,6 +134,16 @@ def _remote_session(url: str, conf: dict[str, str] | None) -> Any:
 
     ship_code(session)
     return session
+
+
+def connect_url(url: str, session_id: str | None) -> str:
+    """``url`` (``sc://host:port[/;key=value...]``) with ``;session_id=<session_id>`` (a UUID
+    string), so that every client of the URL attaches to that one server session; ``url``
+    unchanged when ``session_id`` is ``None`` or the URL already names a session."""
+    if session_id is None or "session_id=" in url:
+        return url
+    head, _, params = url.partition(";")
+    return f"{head.rstrip('/')}/;session_id={session_id}" + (f";{params}" if params else "")
 
 
 def stop_remote_sessions() -> None:
