@@ -201,12 +201,6 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     P, W = plan.processing_times, plan.watermarks
     w_before = [plan.initial_watermark, *W[:-1]]
     lateness = logic.allowed_lateness_ms
-    assigner = logic.assigner
-    global_windows = isinstance(assigner, GlobalWindows)     # the pane path's count windows
-    sessions = assigner.is_merging        # the session walker decides lateness itself
-    size = 0 if global_windows or sessions else assigner.size_ms
-    slide = getattr(assigner, "slide_ms", size)
-    offset = 0 if global_windows or sessions else assigner.offset_ms
 
     keys = [F.col(f"`{c}`") for c in logic.key_columns]
     x = bundle_columns(prepared, plan)
@@ -237,44 +231,65 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     accepted = x.filter(F.col(REASON).isNull())
 
     # --- windows and lateness ---------------------------------------------------------------
-    ts = F.col(TS)
-    if global_windows or sessions:    # never late here (sessions: lateness is judged on
-        last_start, dropped_all = F.lit(0).cast("long"), F.lit(False)   # the merged window)
-    else:
-        last_start = ts - F.pmod(ts - F.lit(offset), F.lit(slide))
-        dropped_all = plus_saturating(last_start + F.lit(size - 1), lateness) <= F.col(WP)
+    dropped_all, processed, kept, size = assign_windows(logic.assigner, accepted, lateness)
     late = accepted.filter(dropped_all).select(
         *[F.col(f"`{c}`") for c in user_columns], F.lit("too_late").alias("reason"),
         finite(F.col(WP)).alias("watermark"), B, SUB)
-    processed = accepted.filter(~dropped_all)     # a kept element: kept for its latest window
-    kept = processed        # sessions: one row per element (the walker assigns windows)
-    if slide == size and not sessions:
-        kept = kept.withColumn(WS, last_start)
-    elif not sessions:
-        k = -(-size // slide)
-        starts = F.array(*[last_start - F.lit(i * slide) for i in range(k)])
-        kept = kept.withColumn(WS, F.explode(starts))
-        if size % slide:
-            kept = kept.filter(F.col(WS) > ts - F.lit(size))
-        kept = kept.filter(plus_saturating(F.col(WS) + F.lit(size - 1), lateness)
-                           > F.col(WP))
-    if not sessions:
-        kept = kept.withColumn(MX, F.col(WS) + F.lit(size - 1))
 
     if order_by is not None:
         order = [F.col(f"`{c}`") for c in ([order_by] if isinstance(order_by, str)
                                            else order_by)]
     else:
         cols = [F.col(f"`{c}`") for c in user_columns]
-        order = [ts, F.xxhash64(*cols), F.hash(*cols)]
+        order = [F.col(TS), F.xxhash64(*cols), F.hash(*cols)]
     parts = Parts(kept=kept, keys=keys, key_names=[*logic.key_columns, WS], order=order,
-                  ctx=AggContext(ts=ts, order=[F.col(B), *order]), compiled=compiled,
+                  ctx=AggContext(ts=F.col(TS), order=[F.col(B), *order]), compiled=compiled,
                   P=P, W=W, W_before=w_before, size=size, lateness=lateness, finalize=finalize,
                   accumulating=logic.accumulation != "discarding",
                   retracting=logic.retracting)
     return NativeInputs(parts=parts, late=late, rejects=rejects, processed=processed,
                         plan=plan, logic=logic, user_columns=user_columns,
                         plan_source=plan_source)
+
+
+def assign_windows(assigner: Any, accepted: Any, lateness: int) -> tuple[Any, Any, Any, int]:
+    """The windows of the accepted rows, one branch per assigner family; returns ``(dropped,
+    processed, kept, size)``: ``dropped`` the condition of a row too late for every window
+    it belongs to (the late output), ``processed`` the other rows, ``kept`` one row per
+    (element, window) the watermark has not cleaned up, with its start ``WS`` and max
+    timestamp ``MX``, and ``size`` the window size in ms.
+
+    - Aligned windows (tumbling, sliding): an element belongs to ``ceil(size / slide)``
+      windows ending after it (SPEC §2's alignment); lateness per window (``cleanup``).
+    - ``GlobalWindows`` (the pane path's count windows): one window, never late; ``WS`` 0,
+      ``MX`` -1, size 0.
+    - Sessions (the pane path's session walker and ``session_sql.py``): the windows merge,
+      so they are assigned and judged late on the merged window later; here nothing is
+      dropped and ``kept`` is one row per element, without window columns; size 0."""
+    from pyspark.sql import functions as F
+
+    if assigner.is_merging:
+        return F.lit(False), accepted, accepted, 0
+    if isinstance(assigner, GlobalWindows):
+        kept = accepted.withColumn(WS, F.lit(0).cast("long")).withColumn(
+            MX, F.lit(-1).cast("long"))
+        return F.lit(False), accepted, kept, 0
+    size, slide, offset = assigner.size_ms, getattr(assigner, "slide_ms", assigner.size_ms), \
+        assigner.offset_ms
+    ts = F.col(TS)
+    last_start = ts - F.pmod(ts - F.lit(offset), F.lit(slide))
+    dropped = plus_saturating(last_start + F.lit(size - 1), lateness) <= F.col(WP)
+    processed = accepted.filter(~dropped)     # a kept element: kept for its latest window
+    if slide == size:
+        kept = processed.withColumn(WS, last_start)
+    else:
+        starts = F.array(*[last_start - F.lit(i * slide) for i in range(-(-size // slide))])
+        kept = processed.withColumn(WS, F.explode(starts))
+        if size % slide:
+            kept = kept.filter(F.col(WS) > ts - F.lit(size))
+        kept = kept.filter(plus_saturating(F.col(WS) + F.lit(size - 1), lateness)
+                           > F.col(WP))
+    return dropped, processed, kept.withColumn(MX, F.col(WS) + F.lit(size - 1)), size
 
 
 def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> NativeRun:
