@@ -71,19 +71,8 @@ def plan_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None = None, 
     reasons = _pipeline_reasons(pipeline)
     if result_schema is not None:
         reasons.append("a result_schema is given (the general path converts results to it)")
-    spec = pipeline.function
-    if spec is not None and spec.kind == "declarative" and spec.process_fn is None:
-        used = {a.column for a in spec.fn.aggregates if a.column is not None}
-        mixed = sorted((used | set(pipeline.key_columns)) & set(json_columns))
-        if mixed:
-            reasons.append(f"the columns {mixed} hold values of mixed types")
-        elif input_types is not None and not reasons:
-            from windowlib.engines.spark.result_types import result_fields
-
-            mode, _ = result_fields(pipeline, dict(input_types))
-            if mode != "typed":
-                reasons.append("a declarative aggregate's result type cannot be derived from "
-                               "the input columns (missing column or unsupported type)")
+    if _declarative(pipeline):
+        reasons += _column_reasons(pipeline, input_types, json_columns, typed=not reasons)
     return PathChoice("general" if reasons else "native", reasons)
 
 
@@ -142,17 +131,51 @@ def _pipeline_reasons(pipeline: Pipeline) -> list[str]:
     spec = pipeline.function
     if spec is None:
         reasons.append("the pipeline has no window function")
-    elif spec.kind != "declarative" or spec.process_fn is not None:
+    elif not _declarative(pipeline):
         reasons.append(f"the window function is Python code ({spec.kind}"
                        f"{' + process function' if spec.process_fn is not None else ''})")
     else:
-        kinds = sorted({a.kind for a in spec.fn.aggregates} - NATIVE_KINDS)
-        if kinds:
-            reasons.append(f"aggregates {kinds} have no native compilation")
-        reserved = sorted(set(spec.fn.output_names) & RESERVED_COLUMNS)
-        if reserved:
-            reasons.append(f"result columns {reserved} collide with output columns")
+        reasons += _aggregate_reasons(pipeline, NATIVE_KINDS, "have no native compilation")
     return reasons + _firing_reasons(pipeline)
+
+
+def _declarative(pipeline: Pipeline) -> bool:
+    """The function is declarative aggregates alone (no process function)."""
+    spec = pipeline.function
+    return spec is not None and spec.kind == "declarative" and spec.process_fn is None
+
+
+def _aggregate_reasons(pipeline: Pipeline, supported: frozenset[str], why: str) -> list[str]:
+    """Why Spark SQL cannot compute a declarative function's aggregates: kinds outside
+    ``supported`` (``why`` says what that means), result columns named like output columns."""
+    spec = pipeline.function
+    reasons = []
+    kinds = sorted({a.kind for a in spec.fn.aggregates} - supported)
+    if kinds:
+        reasons.append(f"aggregates {kinds} {why}")
+    reserved = sorted(set(spec.fn.output_names) & RESERVED_COLUMNS)
+    if reserved:
+        reasons.append(f"result columns {reserved} collide with output columns")
+    return reasons
+
+
+def _column_reasons(pipeline: Pipeline, input_types: Mapping[str, Any] | None,
+                    json_columns: Sequence[str], typed: bool) -> list[str]:
+    """Why a declarative function's input columns do not fit Spark SQL: columns holding values
+    of mixed types (``json_columns``), or, with ``typed`` and the ``input_types`` known,
+    result types that cannot be derived from them."""
+    spec = pipeline.function
+    used = {a.column for a in spec.fn.aggregates if a.column is not None}
+    mixed = sorted((used | set(pipeline.key_columns)) & set(json_columns))
+    if mixed:
+        return [f"the columns {mixed} hold values of mixed types"]
+    if input_types is not None and typed:
+        from windowlib.engines.spark.result_types import result_fields
+
+        if result_fields(pipeline, dict(input_types))[0] != "typed":
+            return ["a declarative aggregate's result type cannot be derived from the input "
+                    "columns (missing column or unsupported type)"]
+    return []
 
 
 def pane_reasons(pipeline: Pipeline) -> list[str]:
@@ -232,27 +255,11 @@ def session_sql_reasons(pipeline: Pipeline, input_types: Mapping[str, Any] | Non
     ``SESSION_SQL_KINDS``, typed from the input columns (``input_types``, when known), over
     columns that hold values of one type."""
     spec = pipeline.function
-    if spec is None or spec.kind != "declarative" or spec.process_fn is not None:
+    if not _declarative(pipeline):
         kind = "no function" if spec is None else spec.kind
         return [f"the window function is Python code ({kind}): the walker runs it"]
-    reasons = []
-    kinds = sorted({a.kind for a in spec.fn.aggregates} - SESSION_SQL_KINDS)
-    if kinds:
-        reasons.append(f"aggregates {kinds} keep the walker's merge order")
-    reserved = sorted(set(spec.fn.output_names) & RESERVED_COLUMNS)
-    if reserved:
-        reasons.append(f"result columns {reserved} collide with output columns")
-    used = {a.column for a in spec.fn.aggregates if a.column is not None}
-    mixed = sorted((used | set(pipeline.key_columns)) & set(json_columns))
-    if mixed:
-        reasons.append(f"the columns {mixed} hold values of mixed types")
-    elif input_types is not None and not reasons:
-        from windowlib.engines.spark.result_types import result_fields
-
-        if result_fields(pipeline, dict(input_types))[0] != "typed":
-            reasons.append("a declarative aggregate's result type cannot be derived from "
-                           "the input columns")
-    return reasons
+    reasons = _aggregate_reasons(pipeline, SESSION_SQL_KINDS, "keep the walker's merge order")
+    return reasons + _column_reasons(pipeline, input_types, json_columns, typed=not reasons)
 
 
 def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
