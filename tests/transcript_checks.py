@@ -7,10 +7,11 @@ functions live in a module Spark's Python workers cannot import.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import sys
 from pathlib import Path
+
+from spark_session import ship_by_value
 
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"
 _NAME = "windowlib_transcripts_checks"
@@ -23,14 +24,6 @@ def _load():
         sys.modules[_NAME] = module
         spec.loader.exec_module(module)
     return sys.modules[_NAME]
-
-
-def ship_by_value(module) -> None:
-    """Let Spark's workers unpickle functions defined in ``module``."""
-    from pyspark import cloudpickle
-
-    with contextlib.suppress(ValueError):   # already registered
-        cloudpickle.register_pickle_by_value(module)
 
 
 checks = _load()

@@ -24,8 +24,6 @@ is ``SPARK_EXAMPLES``: 150 when ``CI`` is set (the "ci" profile), 25 otherwise;
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from collections import defaultdict
 
@@ -33,7 +31,7 @@ import pytest
 import strategies
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from pyspark import cloudpickle
+from spark_session import ship_by_value, spark_examples
 
 import windowlib as wl
 from windowlib.core.errors import WindowlibError
@@ -41,12 +39,9 @@ from windowlib.testing import run_bundles
 
 pytestmark = pytest.mark.spark
 
-for _module in (strategies, sys.modules[__name__]):
-    with contextlib.suppress(ValueError):   # already registered
-        cloudpickle.register_pickle_by_value(_module)
+ship_by_value(strategies, sys.modules[__name__])
 
-SPARK_EXAMPLES = int(os.environ.get("WINDOWLIB_SPARK_EXAMPLES")
-                     or (150 if os.environ.get("CI") else 25))
+SPARK_EXAMPLES = spark_examples(ci=150, local=25)
 SPARK_SETTINGS = settings(max_examples=SPARK_EXAMPLES, deadline=None, derandomize=False,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.data_too_large,

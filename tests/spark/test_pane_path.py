@@ -18,15 +18,13 @@ function once per firing.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 
 import pytest
 import strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pyspark import cloudpickle
+from spark_session import ship_by_value, spark_examples
 from test_differential_properties import WATERMARKS, assert_spark_equals_reference
 
 import windowlib as wl
@@ -35,12 +33,16 @@ from windowlib.engines.spark.planner import choose_path, pane_reasons
 
 pytestmark = pytest.mark.spark
 
-for _module in (strategies, sys.modules[__name__]):
-    with contextlib.suppress(ValueError):   # already registered
-        cloudpickle.register_pickle_by_value(_module)
+ship_by_value(strategies, sys.modules[__name__])
 
-EXAMPLES = int(os.environ.get("WINDOWLIB_SPARK_EXAMPLES")
-               or (30 if os.environ.get("CI") else 15))
+EXAMPLES = spark_examples(ci=30, local=15)
+
+
+def _equals_reference_on_drawn_bundles(p, data) -> None:
+    bundles = data.draw(strategies.bundle_lists(keys=strategies.MANY_KEYS, max_rows=12),
+                        label="bundles")
+    assert_spark_equals_reference(p, bundles, finalize=data.draw(st.booleans()),
+                                  watermark=data.draw(st.sampled_from(WATERMARKS)))
 
 
 @settings(max_examples=EXAMPLES, deadline=None,
@@ -50,10 +52,7 @@ EXAMPLES = int(os.environ.get("WINDOWLIB_SPARK_EXAMPLES")
 def test_pane_path_equals_reference_on_random_pipelines(spark, p, data):
     assert pane_reasons(p) == [], "the strategy draws pipelines the pane path takes"
     assert choose_path(p, "auto").path == "panes"
-    bundles = data.draw(strategies.bundle_lists(keys=strategies.MANY_KEYS, max_rows=12),
-                        label="bundles")
-    assert_spark_equals_reference(p, bundles, finalize=data.draw(st.booleans()),
-                                  watermark=data.draw(st.sampled_from(WATERMARKS)))
+    _equals_reference_on_drawn_bundles(p, data)
 
 
 @settings(max_examples=max(1, EXAMPLES // 3), deadline=None,
@@ -66,10 +65,7 @@ def test_session_walker_equals_reference_on_random_session_pipelines(spark, p, d
     declarative aggregates and Python functions: the reference engine's outputs exactly."""
     assert pane_reasons(p) == [], "the strategy draws pipelines the session walker takes"
     assert choose_path(p, "auto").path == "panes"
-    bundles = data.draw(strategies.bundle_lists(keys=strategies.MANY_KEYS, max_rows=12),
-                        label="bundles")
-    assert_spark_equals_reference(p, bundles, finalize=data.draw(st.booleans()),
-                                  watermark=data.draw(st.sampled_from(WATERMARKS)))
+    _equals_reference_on_drawn_bundles(p, data)
 
 
 class Boom(wl.ProcessWindowFunction):

@@ -13,15 +13,13 @@ others take the session walker.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 
 import pytest
 import strategies
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from pyspark import cloudpickle
+from spark_session import ship_by_value, spark_examples
 from test_differential_properties import assert_spark_equals_reference
 
 import windowlib as wl
@@ -31,12 +29,9 @@ from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.spark
 
-for _module in (strategies, sys.modules[__name__]):
-    with contextlib.suppress(ValueError):   # already registered
-        cloudpickle.register_pickle_by_value(_module)
+ship_by_value(strategies, sys.modules[__name__])
 
-EXAMPLES = int(os.environ.get("WINDOWLIB_SPARK_EXAMPLES")
-               or (30 if os.environ.get("CI") else 15))
+EXAMPLES = spark_examples(ci=30, local=15)
 KEYS = ("a", "b", "c", "d")
 AGGREGATES = [a for a in strategies.DECLARATIVE if a.kind != "collect_list"]
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from windowlib.core.evictors import TimestampedValue
+from windowlib.core.time import MIN_TS
 from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS, B
 from windowlib.engines.spark.walk_values import batch_columns
 from windowlib.engines.spark.walker import WalkConfig, Walker
@@ -68,6 +69,17 @@ class PaneWalkBase(Walker):
         self.live = 0             # the key's buffered entries, checked against max_key_state
         self.b_open = -1          # the bundle whose rows the walk is in
         self.ready: list[Any] = []        # output batches besides the rows (batch functions)
+
+    def _clock_at(self, b: int, phase: int) -> None:
+        """Set the walk's position to step ``phase`` of bundle ``b`` and the clocks to that
+        bundle's watermark and processing time (``n_bundles``: the end of the input, both
+        ``MIN_TS``)."""
+        position = self.walk
+        position.b, position.phase, position.sub = b, phase, 0
+        clock = self.clock
+        in_run = b < self.n_bundles
+        clock.watermark = self.W[b] if in_run else MIN_TS
+        clock.processing_time = self.P[b] if in_run else MIN_TS
 
     def _start(self, key: tuple, out_key: tuple) -> None:
         raise NotImplementedError

@@ -55,7 +55,7 @@ from windowlib.core.lateness import cleanup_time
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner, function_failed
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.time import MAX_TS
 from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
@@ -189,14 +189,6 @@ class PaneWalker(PaneWalkBase):
         if window.buffer:           # an empty pane (discarding, an evictor) is none
             self._clock_at(b, phase)
             self._fire(window, _EARLY, False)
-
-    def _clock_at(self, b: int, phase: int) -> None:
-        position = self.walk
-        position.b, position.phase, position.sub = b, phase, 0
-        clock = self.clock
-        in_run = b < self.n_bundles
-        clock.watermark = self.W[b] if in_run else MIN_TS
-        clock.processing_time = self.P[b] if in_run else MIN_TS
 
     def _on_time(self, window: PaneWindow, b: int, phase: int) -> None:
         # a pane that discarding (or an evictor) emptied is none

@@ -52,7 +52,7 @@ from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.runner import function_failed
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.time import MAX_TS
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
@@ -169,14 +169,6 @@ class SessionWalker(PaneWalkBase):
         firings so): a key's firings of one step are in end-timer order."""
         head = super()._meta(kind)
         return (*head[:4], self.firing_max) if kind == "firing" else head
-
-    def _clock_at(self, b: int, phase: int) -> None:
-        position = self.walk
-        position.b, position.phase, position.sub = b, phase, 0
-        clock = self.clock
-        in_run = b < self.n_bundles
-        clock.watermark = self.W[b] if in_run else MIN_TS
-        clock.processing_time = self.P[b] if in_run else MIN_TS
 
     def _fire(self, session: Session, timing: Timing, is_final: bool) -> None:
         """``KeyDriver._emit`` for this trigger: nothing for an empty pane; the function once
