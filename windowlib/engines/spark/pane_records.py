@@ -55,9 +55,9 @@ class PaneWalkBase(Walker):
     """What the pane path's walkers (``pane_walker.PaneWalker``, ``session_walker.
     SessionWalker``) share: the watermark each bundle's elements meet, the clocks, the key's
     scope, live count and position, and the partition loop (``walk_rows``: rows sorted by key,
-    bundle, arrival). A subclass gives ``_start``/``_finish_key`` (a key's first and last
-    row), ``_advance`` (a new bundle) and ``_row`` (one row), and its ``run`` calls
-    ``walk_rows`` and yields what is left after the last key."""
+    bundle, arrival). A subclass extends ``_start`` (a key's first row) and gives
+    ``_finish_key`` (its last), ``_advance`` (a new bundle) and ``_row`` (one row), and its
+    ``run`` calls ``walk_rows`` and yields what is left after the last key."""
 
     def __init__(self, walk: WalkConfig, *, discarding: bool, watermark_before: list) -> None:
         super().__init__(walk)
@@ -82,7 +82,12 @@ class PaneWalkBase(Walker):
         clock.processing_time = self.P[b] if in_run else MIN_TS
 
     def _start(self, key: tuple, out_key: tuple) -> None:
-        raise NotImplementedError
+        """A new key: its scope, key row, live count and bundle; a subclass extends it with
+        its own per-key containers."""
+        self.key, self.out_key = key, out_key
+        self.scope = KeyScope(self, self.logic.key_argument(key))
+        self.key_row = dict(zip(self.key_columns, key))
+        self.live, self.b_open = 0, -1
 
     def _finish_key(self) -> None:
         raise NotImplementedError

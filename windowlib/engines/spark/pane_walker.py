@@ -65,7 +65,7 @@ from windowlib.engines.spark.columns import (
     SUB,
 )
 from windowlib.engines.spark.pane_batches import run_batch
-from windowlib.engines.spark.pane_records import KeyScope, PaneWalkBase, PaneWindow
+from windowlib.engines.spark.pane_records import PaneWalkBase, PaneWindow
 from windowlib.engines.spark.walk_values import key_state_limit
 from windowlib.engines.spark.walker import WalkConfig
 
@@ -118,11 +118,8 @@ class PaneWalker(PaneWalkBase):
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
-        self.key, self.out_key = key, out_key
-        self.scope = KeyScope(self, self.logic.key_argument(key))
-        self.key_row = dict(zip(self.key_columns, key))
+        super()._start(key, out_key)
         self.windows, self.pending, self.cleanups = {}, [], []
-        self.live, self.b_open = 0, -1
 
     def _finish_key(self) -> None:
         if self.scope is None:

@@ -61,7 +61,7 @@ from windowlib.engines.spark.columns import (
     PHASE_TIMERS_WM,
     SUB,
 )
-from windowlib.engines.spark.pane_records import KeyScope, PaneWalkBase
+from windowlib.engines.spark.pane_records import PaneWalkBase
 from windowlib.engines.spark.walk_values import finite_clock, key_state_limit
 from windowlib.engines.spark.walker import WalkConfig
 
@@ -116,11 +116,8 @@ class SessionWalker(PaneWalkBase):
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
-        self.key, self.out_key = key, out_key
-        self.scope = KeyScope(self, self.logic.key_argument(key))
-        self.key_row = dict(zip(self.key_columns, key))
+        super()._start(key, out_key)
         self.sessions, self.starts, self.timers, self.cleanups = [], [], [], []
-        self.live, self.b_open = 0, -1
 
     def _finish_key(self) -> None:
         if self.scope is None:
