@@ -53,6 +53,9 @@ ensure_venv() {
       --override infra/uv-overrides.txt
   "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps \
       --config-settings editable_mode=compat -e .
+  # uv keeps each rebuilt revision of a source distribution (pyspark's is about 0.9 GB), so
+  # repeated set-ups filled the disk (59 GB seen); drop what no install refers to any more.
+  "$VENV/bin/uv" cache prune -q || echo "bootstrap: 'uv cache prune' failed (ignored)" >&2
   # pyspark-client (pulled by some providers) ships its own pyspark/ and silently replaces
   # pyspark's files; refuse to continue if that ever happens.
   "$VENV/bin/python" - <<'PY'

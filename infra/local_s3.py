@@ -1,8 +1,15 @@
-"""Start a real S3-compatible server (SeaweedFS ``weed mini``) on loopback, for tests and dev.
+"""Start a real S3-compatible server (SeaweedFS ``weed server -filer -s3``) on loopback, for
+tests and dev.
 
 Invariants: every port SeaweedFS opens is chosen free on 127.0.0.1 and bound to 127.0.0.1 only;
 optional services (admin UI, WebDAV, Iceberg, Lance, telemetry) are off; the process runs in its
 own process group so :meth:`LocalSeaweed.stop` ends it and its children and nothing else.
+
+Disk: SeaweedFS turns every volume read-only once its disk has less than ``min_free_mib`` free.
+Its own default is 1 % of the disk, which on a large, busy disk (2.5 GB of 252 GB) made every
+write hang and fail while gigabytes were still free; ``weed mini`` cannot change it, so this runs
+``weed server`` with an absolute floor, and :meth:`LocalSeaweed.start` refuses to start, with
+``S3_SERVER_FAILED``, when the disk is already below it.
 """
 
 from __future__ import annotations
@@ -62,7 +69,8 @@ def find_weed() -> str:
 
 @dataclass
 class LocalSeaweed:
-    """A ``weed mini`` process. ``start()`` blocks until S3 answers signed requests."""
+    """A SeaweedFS process (master, volume, filer, S3). ``start()`` blocks until S3 answers
+    signed requests and ``buckets`` exist; volumes go read-only below ``min_free_mib`` free."""
 
     data_dir: Path
     access_key_id: str = "windowlib"
@@ -70,6 +78,7 @@ class LocalSeaweed:
     region: str = "us-east-1"
     s3_port: int = 0
     buckets: tuple[str, ...] = ()
+    min_free_mib: int = 256
     log_path: Path | None = None
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
@@ -81,31 +90,33 @@ class LocalSeaweed:
     def _command(self) -> list[str]:
         p = {name: free_port() for name in ("master", "master_grpc", "volume", "volume_grpc",
                                             "filer", "filer_grpc", "s3_grpc")}
-        # The embedded plugin worker dials admin.port + 10000 whatever admin.port.grpc says.
-        admin = free_port(also_free_offset=10000)
         if not self.s3_port:
             self.s3_port = free_port()
-        cmd = [
-            find_weed(), "mini", f"-dir={self.data_dir}", f"-ip={_HOST}", f"-ip.bind={_HOST}",
-            "-admin.ui=false", "-webdav=false", "-master.telemetry=false",
-            "-s3.port.iceberg=0", "-s3.port.lance=0",
-            "-s3.autoCreateBucket=false",
+        return [
+            find_weed(), "server", f"-dir={self.data_dir}", f"-ip={_HOST}", f"-ip.bind={_HOST}",
+            "-filer", "-s3", "-webdav=false", "-master.telemetry=false", "-metricsPort=0",
+            "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.autoCreateBucket=false",
+            f"-volume.minFreeSpace={self.min_free_mib}MiB",
             # every bucket is a collection with volumes of its own: a fixed, generous volume
-            # count (volumes are not preallocated) instead of free disk / volume size, which
-            # ran out of writable volumes for a test session's buckets on a fuller disk
-            "-volume.max=1000",
+            # count of small volumes (not preallocated) instead of free disk / volume size
+            "-volume.max=1000", "-master.volumeSizeLimitMB=128", "-volume.preStopSeconds=1",
             f"-master.port={p['master']}", f"-master.port.grpc={p['master_grpc']}",
             f"-volume.port={p['volume']}", f"-volume.port.grpc={p['volume_grpc']}",
             f"-filer.port={p['filer']}", f"-filer.port.grpc={p['filer_grpc']}",
             f"-s3.port={self.s3_port}", f"-s3.port.grpc={p['s3_grpc']}",
-            f"-admin.port={admin}", f"-admin.port.grpc={admin + 10000}",
         ]
-        if self.buckets:
-            cmd.append(f"-bucket={','.join(self.buckets)}")
-        return cmd
+
+    def _check_disk(self) -> None:
+        free = shutil.disk_usage(self.data_dir).free
+        if free < self.min_free_mib * 2**20:
+            raise StateError(
+                f"the disk of {self.data_dir} has only {free / 2**20:.0f} MiB free; the local "
+                f"S3 server needs at least {self.min_free_mib} MiB to accept writes (free "
+                "space, e.g. old caches: `.venv/bin/uv cache prune`)", code="S3_SERVER_FAILED")
 
     def start(self, timeout_s: float = 60.0) -> LocalSeaweed:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._check_disk()
         env = dict(os.environ, AWS_ACCESS_KEY_ID=self.access_key_id,
                    AWS_SECRET_ACCESS_KEY=self.secret_access_key)
         log_path = self.log_path or self.data_dir / "weed.log"
@@ -116,18 +127,24 @@ class LocalSeaweed:
         deadline = time.monotonic() + timeout_s
         last: Exception | None = None
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
+            code = self._proc.poll()
+            if code is not None:
                 self.stop()
-                raise StateError(f"weed mini exited early (code {self._proc.returncode}); "
+                raise StateError(f"SeaweedFS exited early (code {code}); "
                                  f"see {log_path}", code="S3_SERVER_FAILED")
             try:
-                self.client().list_buckets()
-                return self
+                client = self.client()
+                existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
             except Exception as exc:  # not up yet
                 last = exc
                 time.sleep(0.3)
+                continue
+            for bucket in self.buckets:
+                if bucket not in existing:
+                    client.create_bucket(Bucket=bucket)
+            return self
         self.stop()
-        raise StateError(f"weed mini did not become healthy in {timeout_s:.0f}s ({last}); see "
+        raise StateError(f"SeaweedFS did not become healthy in {timeout_s:.0f}s ({last}); see "
                          f"{log_path}", code="S3_SERVER_FAILED")
 
     def client(self) -> Any:
@@ -143,8 +160,12 @@ class LocalSeaweed:
         return {"AWS_ENDPOINT_URL_S3": self.endpoint_url, "AWS_ACCESS_KEY_ID": self.access_key_id,
                 "AWS_SECRET_ACCESS_KEY": self.secret_access_key, "AWS_REGION": self.region}
 
-    def stop(self, timeout_s: float = 15.0) -> None:
-        """SIGTERM the server's process group, SIGKILL it if it lingers. Idempotent."""
+    def stop(self, timeout_s: float = 3.0) -> None:
+        """SIGTERM the server's process group, SIGKILL it after ``timeout_s``. Idempotent.
+
+        The filer's graceful stop waits for the S3 gateway's metadata stream, which in one
+        process never ends, so a server usually needs the kill; it loses nothing it acknowledged.
+        """
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             try:

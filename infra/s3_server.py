@@ -1,4 +1,4 @@
-"""Start a local S3-compatible server (SeaweedFS ``weed mini``) on 127.0.0.1 for development.
+"""Start a local S3-compatible server (SeaweedFS ``weed server``) on 127.0.0.1 for development.
 
     .venv/bin/python infra/s3_server.py [--port 8333] [--bucket windowlib] [--data .local/s3]
 
