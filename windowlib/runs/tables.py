@@ -214,8 +214,6 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
     db = _database(spark, database)
     quiet_glob_locations(spark)
     names: dict[str, str] = {}
-    if not spark.catalog.databaseExists(db):
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
     firings_schema = None
     for name, table in _tables(cs, settings).items():
         dt = table.open()
@@ -277,11 +275,23 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _properties(spark: Any, qualified: str, quoted: str) -> dict[str, str] | None:
-    """The table properties of a catalog table or view (``None`` when it does not exist)."""
-    if not spark.catalog.tableExists(qualified):
-        return None
-    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()}
+def _properties(spark: Any, quoted: str) -> dict[str, str] | None:
+    """The table properties of a catalog table or view, ``None`` when it (or its database)
+    does not exist: one statement."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()
+    except AnalysisException as exc:
+        if exc.getCondition() == "TABLE_OR_VIEW_NOT_FOUND":
+            return None
+        raise
+    return {r["key"]: r["value"] for r in rows}
+
+
+def _create_database(spark: Any, db: str) -> None:
+    """Before a table or view is created (a registered table's database exists already)."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
 
 
 _CATALOG_FORMAT = "|spark-specific"   # how register_tables stores a table in the catalog
@@ -289,8 +299,12 @@ _CATALOG_FORMAT = "|spark-specific"   # how register_tables stores a table in th
 
 def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
                    props: dict[str, str]) -> None:
-    """Create the table, or move it to ``location``; a location it already has is not set
-    again (setting one makes Spark list its files).
+    """Create the table, or move it to ``location``, and record ``props`` (plus the schema
+    and location digests). One catalog lookup, then only the statements whose effect is not
+    in place yet: a location it already has is not set again (setting one makes Spark list
+    its files), properties it already has are not written again. The location is switched
+    before the properties are written: a registration interrupted between the two is
+    completed by the next one.
 
     In a Hive metastore the table is stored in Spark's own format (``skipHiveMetadata``):
     stored Hive-compatibly, the metastore would make a directory of the glob location below
@@ -300,17 +314,21 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
     name = _q(db, tbl)
     digest = _digest(struct.json() + _CATALOG_FORMAT)
     props = {**props, f"{META}schema": digest, f"{META}location": _digest(location)}
-    current = _properties(spark, f"{db}.{tbl}", name)
+    current = _properties(spark, name)
     if current is not None and current.get(f"{META}schema") != digest:
         spark.sql(f"DROP TABLE {name}")
         current = None
     if current is None:
+        _create_database(spark, db)
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",
                                   schema=struct, skipHiveMetadata="true")
+        current = {}
     elif current.get(f"{META}location") != props[f"{META}location"]:
         spark.sql(f"ALTER TABLE {name} SET LOCATION {_lit(location)}")
-    listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(props.items()))
-    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({listed})")
+    changed = {k: v for k, v in props.items() if current.get(k) != v}
+    if changed:
+        listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(changed.items()))
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({listed})")
 
 
 def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any) -> None:
@@ -318,7 +336,7 @@ def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any) -> N
     table of this schema (creating a view makes Spark resolve, so list, the table)."""
     name = _q(db, view)
     digest = _digest(query + firings.json())
-    current = _properties(spark, f"{db}.{view}", name)
+    current = _properties(spark, name)
     if current is not None and current.get(f"{META}query") == digest:
         return
     spark.sql(f"CREATE OR REPLACE VIEW {name} TBLPROPERTIES ({_lit(META + 'query')} = "
