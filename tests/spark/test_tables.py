@@ -227,6 +227,9 @@ def test_registration_moves_the_tables_records_their_versions_and_writes_only_wh
     assert {out: _catalog_properties(spark, names[out])["windowlib.table"]
             for out in ("firings", "late")} \
         == {out: located[out]["location"] for out in ("firings", "late")}
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j     # glob locations' WARN quieted
+    assert str(log4j.LogManager.getLogger(
+        "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink").getLevel()) == "ERROR"
     # registering tables that already show their current version writes nothing
     recorded = _Recorded(spark)
     assert wl.register_tables(recorded, loc["output"]) == names

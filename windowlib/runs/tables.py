@@ -10,7 +10,9 @@ with the commit records, and their names in Spark's catalog.
   ``<db>.<pipeline>_<output>`` (external Parquet tables over exactly the files of the table's
   current version) and the view ``<db>.<pipeline>_latest`` (:func:`outputs.latest_query`);
   before that a publish compacts tables holding many small files (``runs/compaction``), so
-  what Spark lists here stays bounded over history.
+  what Spark lists here stays bounded over history. Per table one catalog lookup, then only
+  the statements whose effect is not in place (a location or properties it already has are
+  not written again).
   ``db`` is the ``spark.windowlib.tables.database`` conf (default ``windowlib``). Spark reads
   them without Delta's jars; with the s3a connector only on ``s3://`` (see docs/tables.md).
 - :func:`open_table` / :func:`read_table`: a table at its current version or back in time.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import weakref
 from datetime import datetime
 from typing import Any
 
@@ -182,17 +185,23 @@ def _lit(text: str) -> str:
 
 
 _GLOB_WARNING_LOGGER = "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink"
+_QUIETED: weakref.WeakSet[Any] = weakref.WeakSet()   # Spark contexts whose logger is raised
 
 
 def quiet_glob_locations(spark: Any) -> None:
     """Spark logs a WARN with a stack trace ("Assume no metadata directory") each time it
     resolves a location that is a glob (it looks for a streaming sink's metadata there):
     harmless for these tables, so that one logger is raised to ERROR in ``spark``'s JVM
-    (classic sessions; nothing on Spark Connect)."""
+    (classic sessions, once per Spark context: each dotted JVM name costs a py4j round trip;
+    nothing on Spark Connect)."""
     try:
-        jvm = spark.sparkContext._jvm
+        context = spark.sparkContext
+        if context in _QUIETED:
+            return
+        jvm = context._jvm
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
             _GLOB_WARNING_LOGGER, jvm.org.apache.logging.log4j.Level.ERROR)
+        _QUIETED.add(context)
     except Exception:   # Spark Connect, or another logging backend: the WARN stays
         pass
 
