@@ -298,22 +298,15 @@ def _properties(spark: Any, quoted: str) -> dict[str, str] | None:
     return {r["key"]: r["value"] for r in rows}
 
 
-def _create_database(spark: Any, db: str) -> None:
-    """Before a table or view is created (a registered table's database exists already)."""
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
-
-
 _CATALOG_FORMAT = "|spark-specific"   # how register_tables stores a table in the catalog
 
 
 def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
                    props: dict[str, str]) -> None:
-    """Create the table, or move it to ``location``, and record ``props`` (plus the schema
-    and location digests). One catalog lookup, then only the statements whose effect is not
-    in place yet: a location it already has is not set again (setting one makes Spark list
-    its files), properties it already has are not written again. The location is switched
-    before the properties are written: a registration interrupted between the two is
-    completed by the next one.
+    """Create the table, or move it to ``location``, and record ``props`` (and the schema and
+    location digests): one lookup, then only what is not in place (setting a location makes
+    Spark list its files). The location switches before the properties are written, so an
+    interrupted registration is completed by the next.
 
     In a Hive metastore the table is stored in Spark's own format (``skipHiveMetadata``):
     stored Hive-compatibly, the metastore would make a directory of the glob location below
@@ -328,7 +321,8 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
         spark.sql(f"DROP TABLE {name}")
         current = None
     if current is None:
-        _create_database(spark, db)
+        if not spark.catalog.databaseExists(db):      # (the view always follows a table)
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",
                                   schema=struct, skipHiveMetadata="true")
         current = {}
