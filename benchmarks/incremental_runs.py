@@ -21,6 +21,8 @@ warm session:
   a shared 2-core machine vary several-fold with it).
 
     .venv/bin/python benchmarks/incremental_runs.py --events 1000000 --keys 10000 --hours 48
+
+``--runs N`` times only the first N hours (both sides) of the same data set.
 """
 
 from __future__ import annotations
@@ -132,6 +134,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--hours", type=int, default=48)
     parser.add_argument("--data", default=None, help="clickstream directory (cached)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="run only the first RUNS hourly partitions (both sides)")
     parser.add_argument("--skip-sss", action="store_true")
     parser.add_argument("--driver-memory", default="4g")
     args = parser.parse_args()
@@ -144,8 +148,10 @@ def main() -> None:
                                      f"clickstream-e{args.events}-k{args.keys}-h{args.hours}")
     ensure_clickstream(data, events=args.events, keys=args.keys, hours=args.hours, spark=spark)
     hours = sorted(d.split("=", 1)[1] for d in os.listdir(data) if d.startswith("arrival_hour="))
+    hours = hours[:args.runs] if args.runs else hours
     with tempfile.TemporaryDirectory(prefix="wl-bench-inc-") as work:
         print(load())
+        print(f"windowlib from {os.path.dirname(os.path.abspath(wl.__file__))}")
         print(f"{len(hours)} hourly runs over {args.events:,} events, {args.keys:,} keys")
         times, summaries, jobs = windowlib_runs(spark, data, os.path.join(work, "wl"), hours)
         inputs = sum(s.inputs for s in summaries)

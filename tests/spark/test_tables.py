@@ -17,7 +17,13 @@ import windowlib as wl
 from windowlib.core.errors import DefinitionError, StateError
 from windowlib.runs.incremental import open_checkpoint, plan_run, run_incremental, stage_run
 from windowlib.runs.outputs import latest_query, read_firings, read_late, read_latest, read_rejects
-from windowlib.runs.tables import open_table, read_table, spark_names, sync_tables
+from windowlib.runs.tables import (
+    open_table,
+    read_table,
+    spark_names,
+    sync_tables,
+    table_info,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -171,3 +177,74 @@ def test_status_shows_table_names_and_locations(spark, lake, monkeypatch, capsys
     assert cli.main(["status", "--pipeline", job.name, "--root", root]) == 0
     out = capsys.readouterr().out
     assert "output tables" in out        # rendered as its own table (names may wrap)
+
+
+class _Recorded:
+    """``spark`` with the SQL statements it is given recorded (everything else passes
+    through): what a registration writes to the catalog."""
+
+    def __init__(self, spark) -> None:
+        self._spark, self.statements = spark, []
+
+    def sql(self, text, *args, **kwargs):
+        self.statements.append(" ".join(text.split()[:3]))
+        return self._spark.sql(text, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._spark, name)
+
+
+def _catalog_properties(spark, qualified) -> dict:
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {qualified}").collect()
+            if r["key"].startswith("windowlib.")}
+
+
+def test_registration_moves_the_tables_records_their_versions_and_writes_only_what_changed(
+        spark, lake):
+    p, loc = pipeline(), locations(lake, "tables_register")
+    names = spark_names(p.name)
+    other = spark.newSession()          # another session over the same catalog
+    run_incremental(p, partitions=("2024-03-01T00", "2024-03-01T01"), watermark=WM,
+                    spark=spark, **loc)
+    assert other.table(names["firings"]).count() == read_firings(loc["output"], spark=spark).count()
+    run_incremental(p, partitions=("2024-03-01T02", "2024-03-01T03"), watermark=WM,
+                    spark=spark, **loc)
+    _agree(spark, loc["output"], p.name)       # every table at its new files
+    other.sql(f"REFRESH TABLE {names['firings']}")
+    assert _rows(other.table(names["firings"]).collect(), drop=()) \
+        == _rows(read_firings(loc["output"], spark=spark).collect(), drop=())
+
+    def recorded_versions() -> dict:
+        return {out: _catalog_properties(spark, names[out]).get("windowlib.delta_version")
+                for out in ("firings", "late", "rejects", "side_outputs")}
+
+    def delta_versions() -> dict:
+        return {out: str(open_table(loc["output"], out).version())
+                for out in ("firings", "late", "rejects", "side_outputs")}
+
+    assert recorded_versions() == delta_versions()
+    located = table_info(open_checkpoint(p, loc["checkpoint"]))
+    assert {out: _catalog_properties(spark, names[out])["windowlib.table"]
+            for out in ("firings", "late")} \
+        == {out: located[out]["location"] for out in ("firings", "late")}
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j     # glob locations' WARN quieted
+    assert str(log4j.LogManager.getLogger(
+        "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink").getLevel()) == "ERROR"
+    # registering tables that already show their current version writes nothing
+    recorded = _Recorded(spark)
+    assert wl.register_tables(recorded, loc["output"]) == names
+    assert not [s for s in recorded.statements if not s.startswith("SHOW TBLPROPERTIES")]
+    # a registration interrupted after the switch (properties not yet written) is completed
+    spark.sql(f"ALTER TABLE {names['late']} SET TBLPROPERTIES "
+              "('windowlib.delta_version' = '0', 'windowlib.location' = 'stale')")
+    recorded = _Recorded(spark)
+    wl.register_tables(recorded, loc["output"])
+    assert recorded_versions() == delta_versions()
+    assert [s for s in recorded.statements if s.startswith("ALTER")] \
+        == [f"ALTER TABLE `windowlib`.`{p.name}_late`"] * 2     # location, then properties
+    _agree(spark, loc["output"], p.name)
+    # a database that does not exist yet is created with its tables
+    fresh = wl.register_tables(spark, loc["output"], database="wl_tables_fresh")
+    assert fresh == spark_names(p.name, "wl_tables_fresh")
+    assert _rows(spark.table(fresh["latest"]).collect()) \
+        == _rows(read_latest(loc["output"], spark=spark).collect())

@@ -313,7 +313,7 @@ def read_frame(spark: Any, source: str | FrameInfo | Sequence[str | FrameFile], 
         if base is not None and parts:
             reader = reader.option("basePath", base.spark_path)
         df = reader.parquet(*[loc.spark_path for loc in locs])
-        return df.select(*[f"`{name}`" for name in struct.fieldNames()])
+        return df.selectExpr(*[f"`{name}`" for name in struct.fieldNames()])   # 1 JVM call/column
     fs = task_filesystem(spark, locs[0], settings, forward_credentials)
     items = [(loc.arrow_path, f.path, f.bytes if f.bytes >= 0 else None, f.sha256)
              for loc, f in zip(locs, recorded)]

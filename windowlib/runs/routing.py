@@ -148,7 +148,8 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
     wanted = [OUT, *dict.fromkeys(c for base, cols, by, total in plan.values()
                                   for c in [*(r for r, _ in cols), *by,
                                             *([total] if total else [])])]
-    frame = routed.select(*[f"`{c}`" for c in wanted])
+    # the same projection as select() by names, at one JVM call per column instead of four
+    frame = routed.selectExpr(*[f"`{c}`" for c in wanted])
     tasks = writer_tasks(spark) if tasks is None else tasks
     if tasks:
         # a union of branches has one partition per branch partition; every writer task

@@ -320,7 +320,7 @@ class PartitionedSource:
                                   F.col(ERROR_COLUMN))
         cols = [f.name for f in schema.fields] + [FILE_COLUMN, ROW_COLUMN, CORRUPT_COLUMN,
                                                    ERROR_COLUMN]
-        return SourceRead(frame.select(*[F.col(f"`{c}`") for c in cols]))
+        return SourceRead(frame.selectExpr(*[f"`{c}`" for c in cols]))   # 1 JVM call/column
 
     def _infer(self, spark: Any, files: Sequence[SourceFile]) -> Any:
         from pyspark.sql.pandas.types import from_arrow_schema

@@ -10,7 +10,9 @@ with the commit records, and their names in Spark's catalog.
   ``<db>.<pipeline>_<output>`` (external Parquet tables over exactly the files of the table's
   current version) and the view ``<db>.<pipeline>_latest`` (:func:`outputs.latest_query`);
   before that a publish compacts tables holding many small files (``runs/compaction``), so
-  what Spark lists here stays bounded over history.
+  what Spark lists here stays bounded over history. Per table one catalog lookup, then only
+  the statements whose effect is not in place (a location or properties it already has are
+  not written again).
   ``db`` is the ``spark.windowlib.tables.database`` conf (default ``windowlib``). Spark reads
   them without Delta's jars; with the s3a connector only on ``s3://`` (see docs/tables.md).
 - :func:`open_table` / :func:`read_table`: a table at its current version or back in time.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import weakref
 from datetime import datetime
 from typing import Any
 
@@ -182,17 +185,23 @@ def _lit(text: str) -> str:
 
 
 _GLOB_WARNING_LOGGER = "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink"
+_QUIETED: weakref.WeakSet[Any] = weakref.WeakSet()   # Spark contexts whose logger is raised
 
 
 def quiet_glob_locations(spark: Any) -> None:
     """Spark logs a WARN with a stack trace ("Assume no metadata directory") each time it
     resolves a location that is a glob (it looks for a streaming sink's metadata there):
     harmless for these tables, so that one logger is raised to ERROR in ``spark``'s JVM
-    (classic sessions; nothing on Spark Connect)."""
+    (classic sessions, once per Spark context: each dotted JVM name costs a py4j round trip;
+    nothing on Spark Connect)."""
     try:
-        jvm = spark.sparkContext._jvm
+        context = spark.sparkContext
+        if context in _QUIETED:
+            return
+        jvm = context._jvm
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
             _GLOB_WARNING_LOGGER, jvm.org.apache.logging.log4j.Level.ERROR)
+        _QUIETED.add(context)
     except Exception:   # Spark Connect, or another logging backend: the WARN stays
         pass
 
@@ -214,8 +223,6 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
     db = _database(spark, database)
     quiet_glob_locations(spark)
     names: dict[str, str] = {}
-    if not spark.catalog.databaseExists(db):
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
     firings_schema = None
     for name, table in _tables(cs, settings).items():
         dt = table.open()
@@ -277,11 +284,18 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _properties(spark: Any, qualified: str, quoted: str) -> dict[str, str] | None:
-    """The table properties of a catalog table or view (``None`` when it does not exist)."""
-    if not spark.catalog.tableExists(qualified):
-        return None
-    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()}
+def _properties(spark: Any, quoted: str) -> dict[str, str] | None:
+    """The table properties of a catalog table or view, ``None`` when it (or its database)
+    does not exist: one statement."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()
+    except AnalysisException as exc:
+        if exc.getCondition() == "TABLE_OR_VIEW_NOT_FOUND":
+            return None
+        raise
+    return {r["key"]: r["value"] for r in rows}
 
 
 _CATALOG_FORMAT = "|spark-specific"   # how register_tables stores a table in the catalog
@@ -289,8 +303,10 @@ _CATALOG_FORMAT = "|spark-specific"   # how register_tables stores a table in th
 
 def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
                    props: dict[str, str]) -> None:
-    """Create the table, or move it to ``location``; a location it already has is not set
-    again (setting one makes Spark list its files).
+    """Create the table, or move it to ``location``, and record ``props`` (and the schema and
+    location digests): one lookup, then only what is not in place (setting a location makes
+    Spark list its files). The location switches before the properties are written, so an
+    interrupted registration is completed by the next.
 
     In a Hive metastore the table is stored in Spark's own format (``skipHiveMetadata``):
     stored Hive-compatibly, the metastore would make a directory of the glob location below
@@ -300,17 +316,22 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
     name = _q(db, tbl)
     digest = _digest(struct.json() + _CATALOG_FORMAT)
     props = {**props, f"{META}schema": digest, f"{META}location": _digest(location)}
-    current = _properties(spark, f"{db}.{tbl}", name)
+    current = _properties(spark, name)
     if current is not None and current.get(f"{META}schema") != digest:
         spark.sql(f"DROP TABLE {name}")
         current = None
     if current is None:
+        if not spark.catalog.databaseExists(db):      # (the view always follows a table)
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",
                                   schema=struct, skipHiveMetadata="true")
+        current = {}
     elif current.get(f"{META}location") != props[f"{META}location"]:
         spark.sql(f"ALTER TABLE {name} SET LOCATION {_lit(location)}")
-    listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(props.items()))
-    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({listed})")
+    changed = {k: v for k, v in props.items() if current.get(k) != v}
+    if changed:
+        listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(changed.items()))
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({listed})")
 
 
 def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any) -> None:
@@ -318,7 +339,7 @@ def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any) -> N
     table of this schema (creating a view makes Spark resolve, so list, the table)."""
     name = _q(db, view)
     digest = _digest(query + firings.json())
-    current = _properties(spark, f"{db}.{view}", name)
+    current = _properties(spark, name)
     if current is not None and current.get(f"{META}query") == digest:
         return
     spark.sql(f"CREATE OR REPLACE VIEW {name} TBLPROPERTIES ({_lit(META + 'query')} = "
