@@ -8,9 +8,11 @@ this plugin loads, appended to any value already there): every JVM that ``spark-
 launches from the test processes and their subprocesses — this session, CLI and ``dag.test()``
 subprocesses, Airflow task processes, Connect servers, submitted applications — but not the
 standalone cluster's master, workers and executors. Test JVMs live seconds to minutes on
-small data, where C2's compile threads cost more CPU than its code saves: measured at load 7-13,
-``test_crash_safety`` 230 s -> 114-131 s (JVM trees' CPU 129 s -> 73 s), ``test_native_path``
-158 s -> 107 s, ``test_connect`` (one server for 120 tests) 191 s -> 157 s. Production
+small data, where C2's compile threads cost more CPU than its code saves. Measured at load 7-13
+(before -> after, one process): ``test_crash_safety`` 230 s -> 114 s (its process tree's CPU
+129 s -> 74 s), ``test_native_path`` 158 s -> 107 s, ``test_connect`` (one server for 120
+tests) 191 s -> 157 s, ``test_services_e2e`` CPU 334 s -> 256 s (its wall time is mostly
+waiting on the services). ``-XX:+UseSerialGC`` on top saved nothing measurable. Production
 code sets no JVM option; ``SPARK_SUBMIT_OPTS`` is a test-environment choice only.
 Test modules whose functions run inside Spark tasks register themselves with
 ``cloudpickle.register_pickle_by_value`` (workers cannot import modules from ``tests/``):
