@@ -2,6 +2,18 @@
 local session for the whole test run, whichever tier asks for it first.
 
 Starting a session costs 6-19 s here (see ``../shared/NOTES.md``), so it is session-scoped.
+
+Test JVMs compile with C1 only (``-XX:TieredStopAtLevel=1`` in ``SPARK_SUBMIT_OPTS``, set when
+this plugin loads, appended to any value already there): every JVM that ``spark-submit``
+launches from the test processes and their subprocesses — this session, CLI and ``dag.test()``
+subprocesses, Airflow task processes, Connect servers, submitted applications — but not the
+standalone cluster's master, workers and executors. Test JVMs live seconds to minutes on
+small data, where C2's compile threads cost more CPU than its code saves. Measured at load 7-13
+(before -> after, one process): ``test_crash_safety`` 230 s -> 114 s (its process tree's CPU
+129 s -> 74 s), ``test_native_path`` 158 s -> 107 s, ``test_connect`` (one server for 120
+tests) 191 s -> 157 s, ``test_services_e2e`` CPU 334 s -> 256 s (its wall time is mostly
+waiting on the services). ``-XX:+UseSerialGC`` on top saved nothing measurable. Production
+code sets no JVM option; ``SPARK_SUBMIT_OPTS`` is a test-environment choice only.
 Test modules whose functions run inside Spark tasks register themselves with
 ``cloudpickle.register_pickle_by_value`` (workers cannot import modules from ``tests/``):
 ``ship_by_value``. ``spark_examples`` sizes the Hypothesis properties that run Spark.
@@ -19,6 +31,10 @@ _PY = sys.executable
 for _name, _value in (("PYSPARK_PYTHON", _PY), ("PYSPARK_DRIVER_PYTHON", _PY),
                       ("SPARK_LOCAL_IP", "127.0.0.1")):
     os.environ.setdefault(_name, _value)
+TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1"
+if TEST_JVM_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+        filter(None, (os.environ.get("SPARK_SUBMIT_OPTS"), TEST_JVM_OPTS)))
 
 
 def ship_by_value(*modules) -> None:

@@ -28,24 +28,41 @@ HEAVY = ("pyspark", "great_expectations", "pandas", "pyarrow", "boto3", "botocor
          "windowlib.state.s3config", "windowlib.state.s3store", "windowlib.state.manifest",
          "windowlib.state.taskfs", "openlineage")   # the client; the provider registers itself
 
+# One interpreter imports every DAG file in turn, in ``DAG_FILES`` order (a fresh interpreter
+# per file cost 3-5 s of Airflow imports each): a file's ``heavy`` lists the heavy modules
+# loaded after its import, so a heavy import is charged to its file and to every later one —
+# never missed. An import error is recorded per file and the next file is still imported.
 _PROBE = """
-import json, sys, time
-t = time.perf_counter()
-import importlib
-module = importlib.import_module(sys.argv[1])
-seconds = time.perf_counter() - t
-heavy = [m for m in json.loads(sys.argv[2]) if m in sys.modules]
-dags = sorted(k for k, v in vars(module).items() if type(v).__name__ == "DAG")
-print(json.dumps({"seconds": seconds, "heavy": heavy, "dags": dags}))
+import importlib, json, sys, time, traceback
+found = {}
+for name in json.loads(sys.argv[1]):
+    t = time.perf_counter()
+    try:
+        module = importlib.import_module(name)
+    except BaseException:
+        found[name] = {"error": traceback.format_exc()}
+        continue
+    seconds = time.perf_counter() - t
+    heavy = [m for m in json.loads(sys.argv[2]) if m in sys.modules]
+    dags = sorted(k for k, v in vars(module).items() if type(v).__name__ == "DAG")
+    found[name] = {"seconds": seconds, "heavy": heavy, "dags": dags}
+print(json.dumps(found))
 """
 
 
-def _import_in_subprocess(module: str, **env: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", _PROBE, module, json.dumps(HEAVY)],
+def _import_in_subprocess(modules: list[str], **env: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(modules), json.dumps(HEAVY)],
                           env=subprocess_env(**env), capture_output=True, text=True,
                           timeout=600, cwd=str(REPO))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def dag_file_imports() -> dict:
+    """``{module: {"seconds", "heavy", "dags"} or {"error"}}`` for every DAG file, imported
+    in one fresh interpreter (``_PROBE``)."""
+    return _import_in_subprocess([f[:-3] for f in DAG_FILES])
 
 
 def _registry() -> dict:
@@ -55,9 +72,11 @@ def _registry() -> dict:
 
 
 @pytest.mark.parametrize("file", DAG_FILES)
-def test_dag_file_imports_cleanly_without_heavy_modules(file):
-    found = _import_in_subprocess(file[:-3])
-    # the 2 s budget of the issue is measured and reported, not asserted (a shared machine)
+def test_dag_file_imports_cleanly_without_heavy_modules(file, dag_file_imports):
+    found = dag_file_imports[file[:-3]]
+    assert "error" not in found, found.get("error", "")[-3000:]
+    # the 2 s budget of the issue is measured (benchmarks/dag_overhead.py), not asserted here;
+    # after the first file the shared Airflow imports are already loaded
     print(f"\n{file}: imported in {found['seconds']:.2f} s, DAGs {found['dags']}")
     assert found["heavy"] == [], f"{file} imports heavy modules at parse time: {found['heavy']}"
     assert found["dags"], f"{file} defines no DAG"
