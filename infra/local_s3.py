@@ -32,18 +32,11 @@ __all__ = ["LocalSeaweed", "find_weed", "free_port", "is_port_free"]
 _HOST = "127.0.0.1"
 
 
-def free_port(*, also_free_offset: int | None = None) -> int:
-    """A TCP port free on 127.0.0.1 (and ``port + also_free_offset`` too, when given)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind((_HOST, 0))
-            port = s.getsockname()[1]
-        if also_free_offset is None:
-            return port
-        other = port + also_free_offset
-        if other < 65536 and is_port_free(other):
-            return port
-    raise StateError("no free port pair found on 127.0.0.1", code="S3_SERVER_FAILED")
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind((_HOST, 0))
+        return s.getsockname()[1]
 
 
 def is_port_free(port: int) -> bool:
@@ -141,7 +134,12 @@ class LocalSeaweed:
                 continue
             for bucket in self.buckets:
                 if bucket not in existing:
-                    client.create_bucket(Bucket=bucket)
+                    try:
+                        client.create_bucket(Bucket=bucket)
+                    except Exception as exc:
+                        self.stop()
+                        raise StateError(f"could not create the bucket {bucket!r}: {exc}",
+                                         code="S3_SERVER_FAILED") from exc
             return self
         self.stop()
         raise StateError(f"SeaweedFS did not become healthy in {timeout_s:.0f}s ({last}); see "

@@ -33,13 +33,10 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     server = LocalSeaweed(data_dir=Path(args.data).resolve(), access_key_id=args.access_key,
-                          secret_access_key=args.secret_key, s3_port=args.port)
+                          secret_access_key=args.secret_key, s3_port=args.port,
+                          buckets=(args.bucket,))
     try:
         server.start()
-        client = server.client()
-        existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
-        if args.bucket not in existing:
-            client.create_bucket(Bucket=args.bucket)
     except WindowlibError as exc:
         server.stop()
         print(f"error: {exc}", file=sys.stderr)

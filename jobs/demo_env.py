@@ -84,12 +84,10 @@ def start_s3(ws: Workspace) -> None:
     point the standard ``AWS_*`` variables at it (before Spark starts: its workers inherit them)."""
     from infra.local_s3 import LocalSeaweed
 
-    server = LocalSeaweed(data_dir=ws.local / "s3", log_path=ws.local / "weed.log")
+    server = LocalSeaweed(data_dir=ws.local / "s3", log_path=ws.local / "weed.log",
+                          buckets=(BUCKET,))
     server.start()
     ws.server = server
-    client = server.client()
-    if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
-        client.create_bucket(Bucket=BUCKET)
     os.environ.update(server.env())
 
 

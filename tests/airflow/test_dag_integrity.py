@@ -50,9 +50,9 @@ print(json.dumps(found))
 """
 
 
-def _import_in_subprocess(modules: list[str], **env: str) -> dict:
+def _import_in_subprocess(modules: list[str]) -> dict:
     done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(modules), json.dumps(HEAVY)],
-                          env=subprocess_env(**env), capture_output=True, text=True,
+                          env=subprocess_env(), capture_output=True, text=True,
                           timeout=600, cwd=str(REPO))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
