@@ -23,12 +23,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import weakref
 from datetime import datetime
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.outputs import OUTPUTS
+from windowlib.engines.spark.quiet import expected_sql_errors, quiet_glob_locations
 from windowlib.runs.outputs import reader_store
 from windowlib.runs.protocol import CommitDetails
 from windowlib.state.checkpoint import CheckpointStore
@@ -184,28 +184,6 @@ def _lit(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-_GLOB_WARNING_LOGGER = "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink"
-_QUIETED: weakref.WeakSet[Any] = weakref.WeakSet()   # Spark contexts whose logger is raised
-
-
-def quiet_glob_locations(spark: Any) -> None:
-    """Spark logs a WARN with a stack trace ("Assume no metadata directory") each time it
-    resolves a location that is a glob (it looks for a streaming sink's metadata there):
-    harmless for these tables, so that one logger is raised to ERROR in ``spark``'s JVM
-    (classic sessions, once per Spark context: each dotted JVM name costs a py4j round trip;
-    nothing on Spark Connect)."""
-    try:
-        context = spark.sparkContext
-        if context in _QUIETED:
-            return
-        jvm = context._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            _GLOB_WARNING_LOGGER, jvm.org.apache.logging.log4j.Level.ERROR)
-        _QUIETED.add(context)
-    except Exception:   # Spark Connect, or another logging backend: the WARN stays
-        pass
-
-
 def register_tables(spark: Any, source: str | CheckpointStore, *, database: str | None = None,
                     settings: S3Settings | None = None) -> dict[str, str]:
     """Name the output tables of ``source`` (an output location or a pipeline's checkpoint
@@ -290,7 +268,8 @@ def _properties(spark: Any, quoted: str) -> dict[str, str] | None:
     from pyspark.errors import AnalysisException
 
     try:
-        rows = spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()
+        with expected_sql_errors():     # absence is an answer here, not an error to log
+            rows = spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()
     except AnalysisException as exc:
         if exc.getCondition() == "TABLE_OR_VIEW_NOT_FOUND":
             return None
