@@ -114,8 +114,9 @@ def test_credentials_never_appear_in_logs(moto_s3, caplog, capfd):
     shows up in logs, output, reprs or error messages."""
     bucket = moto_s3.create_bucket()
     settings = moto_s3.settings(secret_access_key=SECRET, access_key_id="AKIDLOGTEST")
-    boto3.set_stream_logger("", logging.DEBUG)
+    # caplog first: it restores the root level it finds, which set_stream_logger then changes
     caplog.set_level(logging.DEBUG)
+    boto3.set_stream_logger("", logging.DEBUG)
     for name in ("botocore", "boto3"):   # a task-log filter of an earlier test may have raised them
         caplog.set_level(logging.DEBUG, logger=name)
     texts: list[str] = []
