@@ -252,3 +252,93 @@ def test_user_subclasses_of_the_inlined_assigner_and_trigger_keep_their_own_beha
     run_bundles(pipeline(trigger=CountingEventTimeTrigger()),
                 [Bundle([{"key": "a", "ts": t} for t in (1, 2, 3)])], finalize=True)
     assert CALLS == [("on_element", 1), ("on_element", 2), ("on_element", 3)]
+
+
+class Biggest(wl.AggregateFunction):
+    def create_accumulator(self):
+        return None
+
+    def add(self, value, acc):
+        return value["v"] if acc is None or value["v"] > acc else acc
+
+    def get_result(self, acc):
+        return {"biggest": acc}
+
+    def merge(self, a, b):
+        return max(a, b)
+
+
+def _end_of_window_pipelines() -> list[wl.Pipeline]:
+    def base(assigner) -> wl.Pipeline:
+        return wl.Pipeline("eow", timestamp="ts").key_by("key").window(assigner)
+    return [
+        base(wl.TumblingEventTimeWindows.of(10)).aggregate(wl.aggregates.sum("v")),
+        base(wl.TumblingEventTimeWindows.of(10)).aggregate(
+            wl.aggregates.count(), wl.aggregates.max("v"), wl.aggregates.mean("v")),
+        base(wl.SlidingEventTimeWindows.of(20, 5)).reduce(
+            lambda a, b: {**a, "v": a["v"] + b["v"]}),
+        base(wl.TumblingEventTimeWindows.of(7)).accumulation("discarding").aggregate(Biggest()),
+    ]
+
+
+def test_end_of_window_step_equals_the_general_timer_path():
+    """``KeyDriver._end_of_window`` (the plan's ``end_of_window_only``) has the effects of
+    ``_on_timer``/``_act``/``_emit``/``_cleanup``: same firings, late records and snapshots,
+    with out-of-order and late elements and a snapshot round trip mid-run."""
+    import random
+
+    from windowlib.core.logic import driver_plan
+
+    rng = random.Random(3)
+    rows = [{"key": f"k{rng.randrange(4)}", "ts": t + rng.randint(-15, 3),
+             "v": rng.randint(-5, 50)} for t in range(0, 600, 2)]
+    bundles = [rows[i:i + 37] for i in range(0, len(rows), 37)]
+
+    def run(p: wl.Pipeline, fast: bool) -> tuple:
+        engine = ReferenceEngine(p, watermark=wl.BoundedOutOfOrderness(4))
+        assert driver_plan(engine.logic).end_of_window_only
+        driver_plan(engine.logic).end_of_window_only = fast
+        snapshots = []
+        for i, b in enumerate(bundles):
+            engine.process_bundle(b)
+            if i == 3:
+                snapshots.append(engine.snapshot())
+                sink, rejects = engine.sink, engine.rejects
+                engine = ReferenceEngine(p, watermark=wl.BoundedOutOfOrderness(4),
+                                         snapshot=snapshots[-1])
+                engine.sink, engine.rejects = sink, rejects
+        snapshots.append(engine.snapshot())
+        engine.finish()
+        return engine.sink.firings, engine.sink.late, snapshots
+
+    late = 0
+    for make in range(len(_end_of_window_pipelines())):
+        fast = run(_end_of_window_pipelines()[make], True)
+        general = run(_end_of_window_pipelines()[make], False)
+        assert fast == general and fast[0], make
+        late += len(fast[1])
+    assert late     # the input has late elements
+
+
+def test_end_of_window_step_is_chosen_only_for_its_case():
+    from windowlib.core.logic import driver_plan
+
+    def chosen(assigner=None, lateness=0, trigger=None, accumulation=None, fn=None) -> bool:
+        p = (wl.Pipeline("c", timestamp="ts").key_by("key")
+             .window(assigner or wl.TumblingEventTimeWindows.of(10)).allowed_lateness(lateness))
+        if trigger is not None:
+            p = p.trigger(trigger)
+        if accumulation is not None:
+            p = p.accumulation(accumulation)
+        p = p.process(fn) if fn is not None else p.aggregate(wl.aggregates.sum("v"))
+        return driver_plan(p.compile()).end_of_window_only
+
+    assert chosen() and chosen(accumulation="discarding")
+    assert chosen(assigner=wl.SlidingEventTimeWindows.of(20, 5))
+    assert not chosen(fn=PlainFunction())                      # it reads the pane
+    assert not chosen(lateness=5)                              # cleanup is a later timer
+    assert not chosen(trigger=CountingEventTimeTrigger())      # a user subclass
+    assert not chosen(trigger=wl.CountTrigger.of(3))
+    assert not chosen(accumulation="accumulating_and_retracting")
+    assert not chosen(assigner=wl.EventTimeSessionWindows.with_gap(10))
+    assert not chosen(assigner=wl.TumblingProcessingTimeWindows.of(10))

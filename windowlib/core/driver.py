@@ -38,7 +38,7 @@ __all__ = ["EVENT", "PROCESSING", "Clock", "KeyDriver", "Sink", "WindowRecord"]
 _CONTINUE = TriggerResult.CONTINUE
 _FIRE, _PURGE, _FIRE_AND_PURGE = TriggerResult.FIRE, TriggerResult.PURGE, \
     TriggerResult.FIRE_AND_PURGE
-_ON_TIME = Timing.ON_TIME
+_ON_TIME, _LATE = Timing.ON_TIME, Timing.LATE
 _TIMER_LIMIT = 1_000_000
 
 
@@ -125,6 +125,8 @@ class KeyDriver(SessionMerging):
             fired = 0
         start = fired
         pop, on_timer = heapq.heappop, self._on_timer
+        end_of_window = self._end_of_window if domain == EVENT and \
+            self._plan.end_of_window_only else None
         try:
             while heap and heap[0][0] <= now:
                 k = pop(heap)
@@ -136,7 +138,11 @@ class KeyDriver(SessionMerging):
                         f"key {self.key!r}: more than {_TIMER_LIMIT} timers fired in one step; "
                         f"the trigger {self.logic.trigger!r} keeps re-registering timers at or "
                         "before the current time", code="TIMER_LOOP")
-                on_timer(domain, k[0], k[1])
+                time, window = k
+                if end_of_window is not None and time == window.max_timestamp:
+                    end_of_window(time, window)
+                else:
+                    on_timer(domain, time, window)
         finally:
             if fired != start:
                 self._fired_in_step[domain] = (clock_value, fired)
@@ -189,6 +195,35 @@ class KeyDriver(SessionMerging):
             self._act(window, record, result, domain, time, last)
         if last:
             self._cleanup(window)
+
+    def _end_of_window(self, time: int, window: Any) -> None:
+        """``_on_timer`` for an event-time timer at the window's ``max_timestamp`` when
+        ``plan.end_of_window_only``: the classic trigger FIREs and, without lateness, the same
+        timer is the cleanup timer, so the pane is final and the window goes. ``_on_timer``,
+        ``_act``, ``_emit`` and ``_cleanup`` for that case in one step: the same effects in the
+        same order (the record's later fields are not written: it is dropped)."""
+        record = self.records.get(window)
+        if record is None:
+            return
+        record.timers.discard((EVENT, time))
+        contents = self.contents.get(window)
+        # pane_timing of a firing caused by the end-of-window timer
+        timing = _LATE if record.on_time_emitted else _ON_TIME
+        if contents is not None or (timing is _ON_TIME and self.logic.fire_empty_on_time):
+            logic, key_row, index, timing_value = self.logic, self.key_row, \
+                record.pane_index, timing._value_
+            results = logic.runner.results(self.key_arg, window, None, contents)
+            rows = [firing_row(logic, key_row, window, index, timing_value, r, True, False)
+                    for r in results] if len(results) != 1 else \
+                [firing_row(logic, key_row, window, index, timing_value, results[0], True,
+                            False)]
+            firing = self.sink.firing
+            for row in rows:
+                firing(row)
+        del self.records[window]        # _cleanup
+        if record.timers:
+            self._drop_timers(window, record)
+        self.contents.pop(window, None)
 
     # --- elements -------------------------------------------------------------------------
     def process_element(self, row: dict, ts_ms: int) -> bool:

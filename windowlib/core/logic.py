@@ -94,7 +94,7 @@ class DriverPlan:
     """What ``KeyDriver``'s hot paths read from a ``PipelineLogic``, resolved once per logic
     object (bound methods and flags instead of attribute chains per element)."""
 
-    __slots__ = ("assign", "discarding", "domain", "element_step",
+    __slots__ = ("assign", "discarding", "domain", "element_step", "end_of_window_only",
                  "event_time", "event_time_trigger", "lateness_ms", "logic", "needs_context",
                  "on_element", "on_event_time", "on_processing_time", "retracting",
                  "runner_add", "runner_clear", "skip_trigger_clear")
@@ -123,6 +123,13 @@ class DriverPlan:
         self.element_step = one_window_element if not logic.merging and \
             logic.assigner.one_window_per_interval() else process_element
         self.event_time_trigger = type(trigger) is EventTimeTrigger and logic.event_time
+        # The common case KeyDriver._end_of_window runs in one step: the classic trigger's
+        # end-of-window timer is also the cleanup timer (no lateness), and the final pane's
+        # firing reads no context, evicts nothing, retracts nothing and merges nothing.
+        self.end_of_window_only = (self.event_time_trigger and self.lateness_ms == 0
+                                   and logic.evictor is None and not self.needs_context
+                                   and not self.retracting and not logic.merging
+                                   and self.skip_trigger_clear and self.runner_clear is None)
 
 
 _PLANS: dict[int, DriverPlan] = {}
