@@ -145,7 +145,11 @@ def one_window_element(driver: Any, row: dict, ts_ms: int) -> bool:
         max_ts = last[4]
         if max_ts <= watermark:
             driver._act(window, record, _FIRE, None, 0)
-        else:
+        elif new:
+            # A live record's end-of-window timer was registered with the record (the
+            # watermark never goes back, so it was before max_ts then too) and goes only by
+            # firing (once the watermark passed max_ts) or with the record: only a new
+            # record needs it.
             owners = event_timers.get(last[5])
             if owners is None or "trigger" not in owners:
                 driver.timer_op(EVENT, max_ts, "trigger", True, window, record)
