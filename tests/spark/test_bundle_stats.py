@@ -190,3 +190,30 @@ def test_date_partitions(spark, tmp_path):
     assert stats is not None, how
     same(from_stats, from_aggregate)
     assert from_aggregate.arrivals[0] == -2
+
+
+def test_the_file_list_costs_a_few_py4j_round_trips_not_one_per_file(spark, tmp_path):
+    """PySpark's ``inputFiles`` converts the Java array element by element (a py4j round
+    trip per file: 99 for the benchmark's 48 hourly partitions); ``input_files`` joins it on
+    the JVM. Counted by wrapping py4j's ``send_command`` (a count, not a timing)."""
+    import py4j.clientserver as cs
+
+    from windowlib.engines.spark.bundle_stats import input_files
+
+    for hour in range(12):
+        write(tmp_path, "arrival", f"2024-03-01T{hour:02d}",
+              {"k": ["a"], "ts": [ts(2024, 3, 1, hour)], "v": [1]}, TS_TYPES)
+    df = spark.read.parquet(str(tmp_path))
+    send, calls = cs.ClientServerConnection.send_command, []
+
+    def counting(self, command):
+        calls.append(command[:1])
+        return send(self, command)
+
+    cs.ClientServerConnection.send_command = counting
+    try:
+        files = input_files(df)
+    finally:
+        cs.ClientServerConnection.send_command = send
+    assert files == df.inputFiles() and len(files) == 12
+    assert len(calls) <= 8, calls

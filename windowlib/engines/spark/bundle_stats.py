@@ -118,7 +118,7 @@ def _footer_stats(df: Any, arrival: str, timestamp: str, key_columns: tuple[str,
     if not is_plain_parquet_scan(optimized_plan(df)):
         raise _Fallback("the input is not a plain Parquet scan (filters, computed columns or "
                         "another source)")
-    files = df.inputFiles()
+    files = input_files(df)
     if len(files) > MAX_FOOTER_FILES:
         raise _Fallback(f"{len(files)} files (more than {MAX_FOOTER_FILES})")
     totals: dict[Any, list] = {}
@@ -131,6 +131,24 @@ def _footer_stats(df: Any, arrival: str, timestamp: str, key_columns: tuple[str,
             entry[1] = max_ts
     # a partition whose files hold no rows is no bundle (the aggregate yields no row for it)
     return {a: BundleStats(n, m) for a, (n, m) in totals.items() if n > 0}
+
+
+def input_files(df: Any) -> list[str]:
+    """``df.inputFiles()`` in a few py4j round trips on a classic session: PySpark converts the
+    Java array element by element (a round trip per file); here Hadoop's
+    ``StringUtils.join(separator, String[])`` joins it on the JVM with NUL, which no path
+    contains (plain ``df.inputFiles()`` where that is unavailable, and over Spark Connect,
+    where it is one request)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is not None:
+        try:
+            joined = df.sparkSession._jvm.org.apache.hadoop.util.StringUtils.join(
+                "\0", jdf.inputFiles())
+        except Exception:       # no Hadoop classes on the JVM: PySpark's own conversion
+            joined = None
+        if isinstance(joined, str):
+            return joined.split("\0") if joined else []
+    return list(df.inputFiles())
 
 
 def _local_path_and_value(uri: str, arrival: str, arrival_type: str) -> tuple[str, Any]:

@@ -29,18 +29,19 @@ of bundle ``b`` meets, ``max`` = ``window_end - 1``, ``cleanup = max + lateness`
   ``prepare_input``, ``future_timestamp`` (``ts > P_b + max_future_skew``, when ``P_b`` is
   known), ``missing_key``.
 
-Plan (default trigger): the bundle plan (``P_b``, ``W_b``) comes from Parquet footer statistics
-when the input is a plain Parquet scan (``bundle_stats.py``: no job), else from the small
-aggregate of ``bundles.plan_bundles`` (a separate job); it is inlined as literals (bundle
-index and ON_TIME bundle by a search tree of ``CASE WHEN``); then ONE scan of the input and
-ONE ``groupBy(key, window)`` (``native_default.py``): per window, the on-time accumulators
-(aggregates masked to on-time rows) and the kept late elements (``collect_list`` of
-``struct(arrival order, ts, values)``, empty for most windows). Each window row yields its
-firings through an array exploded once: ON_TIME, then one LATE firing per late element in
-arrival order (the sorted list folded by ``aggregate`` with the running accumulator: on-time
-accumulator combined with the element's, or the element alone when discarding; retractions
-repeat the previous firing). No join, no window function, no second read. Count triggers
-(``native_counts.py``) still use window functions and a join.
+Plan: the bundle plan (``P_b``, ``W_b``) comes from Parquet footer statistics when the input
+is a plain Parquet scan (``bundle_stats.py``: no job), else from the small aggregate of
+``bundles.plan_bundles`` (a separate job). Each row gets its bundle's clocks from ONE broadcast
+join with the plan as an inline ``VALUES`` table (``bundle_columns``: the broadcast is one
+small job, shared by every branch; one bundle — an hourly run — has them as literals, no
+join); per window, the bundle of the ON_TIME firing and its clocks are literals (a ``CASE
+WHEN`` search tree over ``W_b``, ``native_parts.rank``, and literal arrays). The default
+trigger's firings (``native_default.py``): a plain hash aggregate per window of the on-time
+accumulators, joined by window with a branch of the late rows alone (its own scan of the
+input; window functions over those rows only). Count triggers: ``native_counts.py``. Fixed
+expressions are written as SQL text where that was simple (``F.expr``/``selectExpr``: one
+py4j round trip for the whole expression, where each PySpark ``Column`` operation costs one
+to three — planning a run made ~1,700 of them).
 """
 
 from __future__ import annotations
@@ -84,9 +85,12 @@ from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported n
     finite,
     plus_saturating,
     rank,
+    saturating_sql,
 )
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, no_side_outputs, render
 from windowlib.engines.spark.result_types import result_fields
+
+CLOCKS = "__wl_clk"     # the bundle table's packed clocks: array(b, P_b, W_{b-1})
 
 
 @dataclass
@@ -108,22 +112,21 @@ class NativeRun:
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """The run's outputs (``outputs.py``): firings, late and rejects, a part each; the
         side outputs exist without rows (no Python function runs here)."""
-        from pyspark.sql import functions as F
 
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
                               self.retracting)
 
-        def value(name: str) -> Any:
-            return F.col(f"`{name}`")
-
-        def columns(output: str) -> dict[str, Any]:
-            return {output: render(names, output, value, run_id)}
+        def columns(output: str, frame: Any) -> dict[str, Any]:
+            # ``frame[name]``: one py4j call per column (``F.col`` costs three)
+            return {output: render(names, output, lambda name: frame[sql_name(name)], run_id)}
 
         key_types = {f.name: f.dataType for f in self.late.schema.fields}
-        late = {**columns("late"), "side_outputs": no_side_outputs(names, key_types, run_id)}
-        return SparkOutputs(names, [OutputPart(self.firings, "firings", columns("firings")),
-                                    OutputPart(self.late, "late", late),
-                                    OutputPart(self.rejects, "rejects", columns("rejects"))])
+        late = {**columns("late", self.late),
+                "side_outputs": no_side_outputs(names, key_types, run_id)}
+        return SparkOutputs(names, [
+            OutputPart(self.firings, "firings", columns("firings", self.firings)),
+            OutputPart(self.late, "late", late),
+            OutputPart(self.rejects, "rejects", columns("rejects", self.rejects))])
 
 
 @dataclass
@@ -207,25 +210,23 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
 
     # --- rejects: core.loop's checks, compiled in REJECT_CHECKS order ----------------------
     skew = logic.max_future_skew_ms
-    missing = None
-    for k in keys:
-        missing = k.isNull() if missing is None else (missing | k.isNull())
+    missing = " OR ".join(f"{sql_name(c)} IS NULL" for c in logic.key_columns)
     nan = None
     for c in logic.finite_columns:      # a column the input lacks holds no non-finite value
         if c in types and types[c].typeName() in ("float", "double"):
             col = F.col(f"`{c}`")
             bad = F.isnan(col) | (F.abs(col) == F.lit(float("inf")))
             nan = bad if nan is None else (nan | bad)
-    checks = {"timestamp": F.col(TREASON),
-              "future_timestamp": F.when((F.col(PB) != F.lit(MIN_TS))
-                                         & (F.col(TS) > F.col(PB) + F.lit(skew)),
-                                         F.lit("future_timestamp")),
-              "missing_key": None if missing is None else F.when(missing, F.lit("missing_key")),
+    # SQL text where it can be (one py4j call each instead of one per Column operation)
+    checks = {"timestamp": TREASON,
+              "future_timestamp": f"CASE WHEN (NOT ({PB} = {MIN_TS}L) AND ({TS} > ({PB} + "
+                                  f"{skew}))) THEN 'future_timestamp' END",
+              "missing_key": f"CASE WHEN {missing} THEN 'missing_key' END" if missing else None,
               "non_finite": None if nan is None else F.when(nan, F.lit("non_finite"))}
-    reason = F.coalesce(*[checks[c] for c in REJECT_CHECKS if checks[c] is not None])
-    x = x.withColumn(REASON, reason)
-    sub = F.col(seq_column) if seq_column else F.lit(0).cast("long")
-    x = x.withColumn(SUB, sub.cast("long"))
+    reason = F.coalesce(*[F.expr(checks[c]) if isinstance(checks[c], str) else checks[c]
+                          for c in REJECT_CHECKS if checks[c] is not None])
+    sub = F.col(seq_column) if seq_column else F.lit(0)
+    x = x.withColumns({REASON: reason, SUB: sub.cast("long")})
     rejects = x.filter(F.col(REASON).isNotNull()).select(
         *[F.col(f"`{c}`") for c in user_columns], F.col(REASON).alias("reason"), B, SUB)
     accepted = x.filter(F.col(REASON).isNull())
@@ -234,7 +235,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     dropped_all, processed, kept, size = assign_windows(logic.assigner, accepted, lateness)
     late = accepted.filter(dropped_all).select(
         *[F.col(f"`{c}`") for c in user_columns], F.lit("too_late").alias("reason"),
-        finite(F.col(WP)).alias("watermark"), B, SUB)
+        finite(WP).alias("watermark"), B, SUB)
 
     if order_by is not None:
         order = [F.col(f"`{c}`") for c in ([order_by] if isinstance(order_by, str)
@@ -277,8 +278,9 @@ def assign_windows(assigner: Any, accepted: Any, lateness: int) -> tuple[Any, An
     size, slide, offset = assigner.size_ms, getattr(assigner, "slide_ms", assigner.size_ms), \
         assigner.offset_ms
     ts = F.col(TS)
-    last_start = ts - F.pmod(ts - F.lit(offset), F.lit(slide))
-    dropped = plus_saturating(last_start + F.lit(size - 1), lateness) <= F.col(WP)
+    start_sql = f"({TS} - pmod(({TS} - {offset}), {slide}))"
+    last_start = F.expr(start_sql)
+    dropped = F.expr(f"{saturating_sql(f'({start_sql} + {size - 1})', lateness)} <= {WP}")
     processed = accepted.filter(~dropped)     # a kept element: kept for its latest window
     if slide == size:
         kept = processed.withColumn(WS, last_start)
@@ -299,13 +301,13 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
     parts, logic = inputs.parts, inputs.logic
     early, late_every = count_phases(logic.trigger)
     if early is None and late_every is None:
-        firings = default_firings(parts)
+        firings = default_firings(parts)       # ``retract`` only when retracting
     else:
         from windowlib.engines.spark.native_counts import count_firings
 
         firings = count_firings(parts, early, late_every)
-    if not logic.retracting:
-        firings = firings.drop("retract")
+        if not logic.retracting:
+            firings = firings.drop("retract")
     return NativeRun(firings=firings, late=inputs.late, rejects=inputs.rejects,
                      plan=inputs.plan, key_columns=logic.key_columns,
                      result_columns=tuple(c.name for c in parts.compiled),
@@ -316,7 +318,8 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
 def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
     """``prepared`` with each row's bundle index ``__wl_b``, processing time ``__wl_pb``
     (``P_b``) and the watermark it meets ``__wl_wprev`` (``W_{b-1}``), from a broadcast join
-    with the plan's small bundle table (one row per arrival value).
+    with the plan's small bundle table (one row per arrival value: the three clocks packed in
+    one ``array<bigint>`` column ``__wl_clk``).
 
     A join, not per-row expressions over literals: the optimizer pushes filters below
     projections by inlining their expressions, so a search tree over the arrival values was
@@ -324,29 +327,38 @@ def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
     size the JVM compiles (measured: the row stage ran 2x slower with whole-stage codegen than
     without). Every row's arrival value is in the plan (``plan_bundles`` refuses nulls); the
     left join never drops a row. The table is an inline ``VALUES`` relation (no RDD), but its
-    broadcast is a job: a plan of ONE bundle (an hourly run) has the clocks as literals — no
-    join, no job, and nothing for the optimizer to repeat."""
+    broadcast is a job; the clocks travel as one array column so that every branch of the
+    plan (the main aggregate reads two of them, the late branch three) prunes the table to
+    the same two columns and Spark reuses ONE broadcast (and its dynamic partition pruning
+    subquery) for all of them. A plan of ONE bundle (an hourly run) has the clocks as
+    literals — no join, no job, and nothing for the optimizer to repeat."""
     from pyspark.sql import functions as F
 
     w_before = [plan.initial_watermark, *plan.watermarks[:-1]]
+    rest = [sql_name(c) for c in prepared.columns if c != ARRIVAL]
     if len(plan.arrivals) == 1:
-        rest = [F.col(f"`{c}`") for c in prepared.columns if c != ARRIVAL]
-        return prepared.select(F.col(ARRIVAL), *rest, F.lit(0).cast("int").alias(B),
-                               F.lit(int(plan.processing_times[0])).cast("long").alias(PB),
-                               F.lit(int(w_before[0])).cast("long").alias(WP))
-    rows = [f"({_sql_literal(a)}, {b}, {int(p)}L, {int(w)}L)" for b, (a, p, w)
+        return prepared.selectExpr(
+            ARRIVAL, *rest, f"CAST(0 AS INT) AS {B}",
+            f"{int(plan.processing_times[0])}L AS {PB}", f"{int(w_before[0])}L AS {WP}")
+    rows = [f"({_sql_literal(a)}, array({b}L, {int(p)}L, {int(w)}L))" for b, (a, p, w)
             in enumerate(zip(plan.arrivals, plan.processing_times, w_before))]
     arrival_type = prepared.schema[ARRIVAL].dataType.simpleString()
-    columns = f"{ARRIVAL}, {B}, {PB}, {WP}"
     if rows:
         table = prepared.sparkSession.sql(
-            f"SELECT CAST({ARRIVAL} AS {arrival_type}) AS {ARRIVAL}, CAST({B} AS int) AS {B}, "
-            f"{PB}, {WP} FROM VALUES {', '.join(rows)} AS t({columns})")
+            f"SELECT CAST({ARRIVAL} AS {arrival_type}) AS {ARRIVAL}, {CLOCKS} "
+            f"FROM VALUES {', '.join(rows)} AS t({ARRIVAL}, {CLOCKS})")
     else:
         table = prepared.sparkSession.sql(
-            f"SELECT CAST(NULL AS {arrival_type}) AS {ARRIVAL}, 0 AS {B}, 0L AS {PB}, "
-            f"0L AS {WP} WHERE false")
-    return prepared.join(F.broadcast(table), on=ARRIVAL, how="left")
+            f"SELECT CAST(NULL AS {arrival_type}) AS {ARRIVAL}, "
+            f"CAST(array() AS array<bigint>) AS {CLOCKS} WHERE false")
+    return prepared.join(F.broadcast(table), on=ARRIVAL, how="left").selectExpr(
+        ARRIVAL, *rest, f"CAST({CLOCKS}[0] AS INT) AS {B}", f"{CLOCKS}[1] AS {PB}",
+        f"{CLOCKS}[2] AS {WP}")
+
+
+def sql_name(column: str) -> str:
+    """A column name as a SQL identifier (backquoted, backquotes doubled)."""
+    return "`" + column.replace("`", "``") + "`"
 
 
 def _sql_literal(value: Any) -> str:

@@ -95,17 +95,17 @@ def late_branch(parts: Parts, totals: bool = False) -> LateBranch:
         running = [{name: F.col(n) for name, n in zip(acc, ns)}
                    for acc, ns in zip(single, names)]
     roles = [ON_TIME_MARK, *([RETRACTION] if parts.retracting else []), LATE_FIRING]
-    first = F.array(*[F.lit(r) for r in roles])
-    rest = F.array(*[F.lit(r) for r in roles[1:]])
-    rows = (parts.kept.filter(F.col(WP) >= F.col(MX))
-            .select(*parts.keys, F.col(WS), F.col(B), F.col(PB), F.col(WP), F.col(SUB), *cols)
-            .withColumn(ROLE, F.explode(F.when(F.col(J) == F.lit(1), first).otherwise(rest))))
+    first, rest = (f"array({', '.join(map(str, r))})" for r in (roles, roles[1:]))
+    rows = (parts.kept.filter(F.expr(f"{WP} >= {MX}"))
+            .select(*parts.keys, WS, B, PB, WP, SUB, *cols)
+            .withColumn(ROLE, F.expr(f"explode(CASE WHEN ({J} = 1) THEN {first} "
+                                     f"ELSE {rest} END)")))
     return LateBranch(rows, running, previous, late_totals)
 
 
 def default_firings(parts: Parts) -> Any:
     """The default trigger's firings (and retractions) of the windows in ``parts``; see the
-    module docstring."""
+    module docstring. The ``retract`` column exists in retracting mode only."""
     from pyspark.sql import functions as F
 
     compiled, kept = parts.compiled, parts.kept
@@ -154,4 +154,5 @@ def default_firings(parts: Parts) -> Any:
 
     return rows.filter(emit).select(
         *parts.window_bounds(),
-        *[pick(k).alias(name) for k, name in enumerate(parts.entry_names())])
+        *[pick(k).alias(name) for k, name in enumerate(parts.entry_names())
+          if parts.retracting or name != "retract"])

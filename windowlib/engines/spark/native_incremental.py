@@ -248,7 +248,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
     # firing values, per kind (entry_names order: see Parts._values)
     on_values = parts._values(
         panes_s, F.lit("ON_TIME"), F.lit(parts.lateness == 0), F.lit(False),
-        finite(F.col(OT_W)), finite(F.col(OT_P)), on_results, F.col(BSTAR),
+        finite(OT_W), finite(OT_P), on_results, F.col(BSTAR),
         F.lit(PHASE_TIMERS_WM), F.lit(0), F.col(WS) + F.lit(parts.size - 1), F.lit(1))
     late_values = parts.element_values(panes_s + ot01 + j, F.lit("LATE"), F.lit(False),
                                        results(now), rorder=1)

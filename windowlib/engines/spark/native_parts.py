@@ -86,8 +86,13 @@ def nullable(dtype: Any) -> Any:
 
 
 def finite(col: Any) -> Any:
+    """``col`` with the clock sentinels ``MIN_TS``/``MAX_TS`` as null; ``col`` a Column or an
+    internal column's name (then parsed from SQL text in one py4j call instead of ~20)."""
     from pyspark.sql import functions as F
 
+    if isinstance(col, str):
+        return F.expr(f"CASE WHEN (`{col}` = {MIN_TS}L) OR (`{col}` = {MAX_TS}L) "
+                      f"THEN CAST(NULL AS BIGINT) ELSE `{col}` END")
     return F.when((col == F.lit(MIN_TS)) | (col == F.lit(MAX_TS)), F.lit(None).cast("long")
                   ).otherwise(col)
 
@@ -99,6 +104,13 @@ def plus_saturating(col: Any, ms: int) -> Any:
     if ms == 0:
         return col
     return F.when(col >= F.lit(MAX_TS - ms), F.lit(MAX_TS)).otherwise(col + F.lit(ms))
+
+
+def saturating_sql(sql: str, ms: int) -> str:
+    """``plus_saturating`` as SQL text over the SQL expression ``sql``."""
+    if ms == 0:
+        return sql
+    return f"CASE WHEN ({sql} >= {MAX_TS - ms}L) THEN {MAX_TS}L ELSE ({sql} + {ms}) END"
 
 
 @dataclass
@@ -209,8 +221,8 @@ class Parts:
         the clocks of its bundle (the row's ``__wl_pb``/``__wl_wprev``), ``is_final`` false."""
         from pyspark.sql import functions as F
 
-        return self._values(pane, timing, F.lit(False), retract, finite(F.col(WP)),
-                            finite(F.col(PB)), results, F.col(B), F.lit(PHASE_ELEMENTS),
+        return self._values(pane, timing, F.lit(False), retract, finite(WP),
+                            finite(PB), results, F.col(B), F.lit(PHASE_ELEMENTS),
                             F.col(SUB), F.col(WS), F.lit(rorder))
 
     def _entry(self, *args: Any, emit: Any) -> Any:
@@ -228,8 +240,8 @@ class Parts:
         n, W, P = len(self.P), self.W, self.P
         frame = frame.withColumn(BSTAR, rank(self.max_sql, W) if n else F.lit(0))
         in_run = F.col(BSTAR) < F.lit(n)
-        return (frame.withColumn(OT_W, F.when(in_run, at(W, F.col(BSTAR))))
-                .withColumn(OT_P, F.when(in_run, at(P, F.col(BSTAR)))))
+        return frame.withColumns({OT_W: F.when(in_run, at(W, F.col(BSTAR))),
+                                  OT_P: F.when(in_run, at(P, F.col(BSTAR)))})
 
     def on_time_values(self, results: list, had_on_time: Any) -> tuple[list, Any]:
         """The ON_TIME firing of a window (as ``on_time_rows``; needs the columns of
@@ -242,7 +254,7 @@ class Parts:
         emit = had_on_time if self.finalize else (had_on_time & in_run)
         values = self._values(
             F.lit(0), F.lit("ON_TIME"), F.lit(self.lateness == 0), F.lit(False),
-            finite(F.col(OT_W)), finite(F.col(OT_P)), results, F.col(BSTAR),
+            finite(OT_W), finite(OT_P), results, F.col(BSTAR),
             F.when(in_run, F.lit(PHASE_TIMERS_WM)).otherwise(F.lit(PHASE_FINISH)),
             F.lit(0), F.col(WS) + F.lit(self.size - 1), F.lit(1))
         return values, emit
@@ -266,6 +278,6 @@ class Parts:
             *self.window_bounds(), pane.cast("long").alias("pane_index"),
             timing.alias("timing"), F.lit(False).alias("is_final"),
             F.lit(rorder == 0).alias("retract"),
-            finite(F.col(WP)).alias("watermark"), finite(F.col(PB)).alias("processing_time"),
+            finite(WP).alias("watermark"), finite(PB).alias("processing_time"),
             *results, F.col(B), F.lit(PHASE_ELEMENTS).alias(PHASE), F.col(SUB),
             F.col(WS).alias(ORDER_N), F.lit(rorder).alias(RORDER))
