@@ -210,16 +210,8 @@ class KeyDriver(SessionMerging):
         # pane_timing of a firing caused by the end-of-window timer
         timing = _LATE if record.on_time_emitted else _ON_TIME
         if contents is not None or (timing is _ON_TIME and self.logic.fire_empty_on_time):
-            logic, key_row, index, timing_value = self.logic, self.key_row, \
-                record.pane_index, timing._value_
-            results = logic.runner.results(self.key_arg, window, None, contents)
-            rows = [firing_row(logic, key_row, window, index, timing_value, r, True, False)
-                    for r in results] if len(results) != 1 else \
-                [firing_row(logic, key_row, window, index, timing_value, results[0], True,
-                            False)]
-            firing = self.sink.firing
-            for row in rows:
-                firing(row)
+            results = self.logic.runner.results(self.key_arg, window, None, contents)
+            self._fire_rows(window, record.pane_index, timing, results, True, False)
         del self.records[window]        # _cleanup
         if record.timers:
             self._drop_timers(window, record)
@@ -289,14 +281,7 @@ class KeyDriver(SessionMerging):
         retracting = plan.retracting
         if retracting and record.last_rows:
             self._retract(record)
-        logic, key_row, timing_value = self.logic, self.key_row, timing._value_
-        rows = [firing_row(logic, key_row, window, index, timing_value, r, is_last, retracting)
-                for r in results] if len(results) != 1 else \
-            [firing_row(logic, key_row, window, index, timing_value, results[0], is_last,
-                        retracting)]
-        firing = self.sink.firing
-        for row in rows:
-            firing(row)
+        rows = self._fire_rows(window, index, timing, results, is_last, retracting)
         if retracting:
             record.last_rows = rows
         record.pane_index = index + 1
@@ -304,6 +289,21 @@ class KeyDriver(SessionMerging):
         if timing is _ON_TIME:
             record.on_time_emitted = True
         return True
+
+    def _fire_rows(self, window: Any, index: int, timing: Timing, results: list,
+                   is_last: bool, retracting: bool) -> list[dict]:
+        """The firing rows of one pane's ``results``, handed to the sink; returns them."""
+        logic, key_row, timing_value = self.logic, self.key_row, timing._value_
+        if len(results) == 1:
+            rows = [firing_row(logic, key_row, window, index, timing_value, results[0],
+                               is_last, retracting)]
+        else:
+            rows = [firing_row(logic, key_row, window, index, timing_value, r, is_last,
+                               retracting) for r in results]
+        firing = self.sink.firing
+        for row in rows:
+            firing(row)
+        return rows
 
     def _retract(self, record: WindowRecord) -> None:
         for old in record.last_rows or ():
