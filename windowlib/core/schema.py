@@ -26,11 +26,17 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["ATOMIC", "Array", "Atomic", "DecimalType", "Field", "Map", "Mismatch", "Struct"]
+__all__ = ["ATOMIC", "Array", "Atomic", "DecimalType", "Field", "Map", "Mismatch", "Struct",
+           "sql_identifier"]
 
 ATOMIC = ("boolean", "byte", "short", "int", "long", "float", "double", "string", "binary",
           "date", "timestamp")
 _INT_BITS = {"byte": 8, "short": 16, "int": 32, "long": 64}
+
+
+def sql_identifier(name: str) -> str:
+    """``name`` as a Spark SQL identifier: backquoted, backquotes doubled."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 class Mismatch(ValueError):
@@ -83,7 +89,7 @@ class Field:
 
     def ddl(self, sep: str = " ") -> str:
         name = self.name if re.fullmatch(r"[A-Za-z_]\w*", self.name) else \
-            "`" + self.name.replace("`", "``") + "`"
+            sql_identifier(self.name)
         return f"{name}{sep}{self.type.ddl()}{'' if self.nullable else ' NOT NULL'}"
 
 

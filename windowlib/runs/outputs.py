@@ -22,6 +22,7 @@ from typing import Any
 from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
+from windowlib.core.schema import sql_identifier
 from windowlib.state.s3config import S3Settings
 
 TABLE_FILE = "_windowlib_table.json"
@@ -142,8 +143,7 @@ def latest_query(columns: Sequence[str], source: str, *, dialect: str = "spark")
     cols = list(columns)
     if "window_start" not in cols or "pane_index" not in cols:
         raise DefinitionError(f"not firings: {cols}", code="ARGUMENT_INVALID")
-    quote = (lambda c: "`" + c.replace("`", "``") + "`") if dialect == "spark" \
-        else (lambda c: '"' + c.replace('"', '""') + '"')
+    quote = sql_identifier if dialect == "spark" else (lambda c: '"' + c.replace('"', '""') + '"')
     window = ", ".join(quote(c) for c in (*cols[:cols.index("window_start")], "window_start",
                                           "window_end"))
     shown = ", ".join(quote(c) for c in cols)

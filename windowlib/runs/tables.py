@@ -28,6 +28,7 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.outputs import OUTPUTS
+from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.quiet import expected_sql_errors, quiet_glob_locations
 from windowlib.runs.outputs import reader_store
 from windowlib.runs.protocol import CommitDetails
@@ -176,7 +177,7 @@ def _database(spark: Any, database: str | None) -> str:
 
 
 def _q(*parts: str) -> str:
-    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+    return ".".join(sql_identifier(p) for p in parts)
 
 
 def _lit(text: str) -> str:

@@ -55,6 +55,7 @@ from windowlib.core.errors import DefinitionError
 from windowlib.core.loop import REJECT_CHECKS
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
+from windowlib.core.schema import sql_identifier
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.engines.base import BundleTimes
@@ -112,13 +113,12 @@ class NativeRun:
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """The run's outputs (``outputs.py``): firings, late and rejects, a part each; the
         side outputs exist without rows (no Python function runs here)."""
-
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
                               self.retracting)
 
         def columns(output: str, frame: Any) -> dict[str, Any]:
             # ``frame[name]``: one py4j call per column (``F.col`` costs three)
-            return {output: render(names, output, lambda name: frame[sql_name(name)], run_id)}
+            return {output: render(names, output, lambda name: frame[sql_identifier(name)], run_id)}
 
         key_types = {f.name: f.dataType for f in self.late.schema.fields}
         late = {**columns("late", self.late),
@@ -210,7 +210,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
 
     # --- rejects: core.loop's checks, compiled in REJECT_CHECKS order ----------------------
     skew = logic.max_future_skew_ms
-    missing = " OR ".join(f"{sql_name(c)} IS NULL" for c in logic.key_columns)
+    missing = " OR ".join(f"{sql_identifier(c)} IS NULL" for c in logic.key_columns)
     nan = None
     for c in logic.finite_columns:      # a column the input lacks holds no non-finite value
         if c in types and types[c].typeName() in ("float", "double"):
@@ -335,7 +335,7 @@ def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
     from pyspark.sql import functions as F
 
     w_before = [plan.initial_watermark, *plan.watermarks[:-1]]
-    rest = [sql_name(c) for c in prepared.columns if c != ARRIVAL]
+    rest = [sql_identifier(c) for c in prepared.columns if c != ARRIVAL]
     if len(plan.arrivals) == 1:
         return prepared.selectExpr(
             ARRIVAL, *rest, f"CAST(0 AS INT) AS {B}",
@@ -354,11 +354,6 @@ def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
     return prepared.join(F.broadcast(table), on=ARRIVAL, how="left").selectExpr(
         ARRIVAL, *rest, f"CAST({CLOCKS}[0] AS INT) AS {B}", f"{CLOCKS}[1] AS {PB}",
         f"{CLOCKS}[2] AS {WP}")
-
-
-def sql_name(column: str) -> str:
-    """A column name as a SQL identifier (backquoted, backquotes doubled)."""
-    return "`" + column.replace("`", "``") + "`"
 
 
 def _sql_literal(value: Any) -> str:
