@@ -61,8 +61,21 @@ def encode(value: Any) -> Any:
         "lists, dicts, tuples, datetimes", code="SNAPSHOT_UNSERIALIZABLE")
 
 
+# the value types ``encode`` returns unchanged and JSON writes as they are
+_AS_IS = frozenset({int, str, bool, type(None)})
+
+
 def to_json(value: Any) -> str:
-    """Compact JSON text of ``encode(value)``."""
+    """Compact JSON text of ``encode(value)``. A flat row of integers, strings, booleans and
+    nulls under string keys (what most window functions return) is its own encoding and is
+    written directly."""
+    if type(value) is dict and _TAG not in value:
+        as_is = _AS_IS
+        for k, v in value.items():
+            if type(k) is not str or type(v) not in as_is:
+                break
+        else:
+            return _COMPACT.encode(value)
     return _COMPACT.encode(encode(value))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from windowlib.core.evictors import TimestampedValue
 from windowlib.core.time import MIN_TS
 from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS, B
-from windowlib.engines.spark.walk_values import batch_columns
+from windowlib.engines.spark.walk_values import batch_columns, py_values
 from windowlib.engines.spark.walker import WalkConfig, Walker
 
 __all__ = ["KeyScope", "PaneWalkBase", "PaneWindow", "WalkPosition"]
@@ -117,9 +117,9 @@ class PaneWalkBase(Walker):
                 continue
             batch = self.naive_batch(batch)
             cols, raw_cols = batch_columns(batch, user_columns, json_columns)
-            bundles = batch.column(B).to_pylist()
-            extra = [batch.column(c).to_pylist() for c in columns]
-            absent = batch.column(ABSENT).to_pylist() if config.has_absent else None
+            bundles = py_values(batch.column(B))
+            extra = [py_values(batch.column(c)) for c in columns]
+            absent = py_values(batch.column(ABSENT)) if config.has_absent else None
             for i, values in enumerate(zip(*cols)):
                 key = (values[single],) if single is not None else \
                     tuple(values[j] for j in key_idx)

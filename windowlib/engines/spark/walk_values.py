@@ -12,7 +12,9 @@ from windowlib.core.codec import decode
 from windowlib.core.errors import ExecutionError
 from windowlib.core.time import MAX_TS, MIN_TS
 
-__all__ = ["batch_columns", "finite_clock", "key_state_limit", "naive_type"]
+__all__ = ["batch_columns", "finite_clock", "key_state_limit", "naive_type", "py_values"]
+
+_NUMPY_TIME_UNITS = frozenset({"s", "ms", "us"})
 
 
 def naive_type(t: Any) -> Any:
@@ -30,11 +32,29 @@ def naive_type(t: Any) -> Any:
     return t
 
 
+def py_values(array: Any) -> list:
+    """``array.to_pylist()``, the same values of the same types, faster for the columns the
+    walkers read per element: naive timestamps of second to microsecond precision through
+    NumPy (``datetime64.tolist`` gives ``datetime``, ``NaT`` gives ``None``; about 25 times
+    faster than Arrow's own conversion), and integers, floats and booleans without nulls
+    (with nulls NumPy would give ``NaN`` or objects). Anything else is ``to_pylist``."""
+    import pyarrow as pa
+
+    t = array.type
+    if pa.types.is_timestamp(t):
+        if t.tz is None and t.unit in _NUMPY_TIME_UNITS:
+            return array.to_numpy(zero_copy_only=False).tolist()
+    elif array.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_boolean(t) or (
+            pa.types.is_floating(t) and not pa.types.is_float16(t))):
+        return array.to_numpy(zero_copy_only=False).tolist()
+    return array.to_pylist()
+
+
 def batch_columns(batch: Any, user_columns: Sequence[str], json_columns: Set[str]
                   ) -> tuple[list[list], list[list]]:
     """The user columns of an Arrow batch as Python lists: ``(values, as read)``, the same
     lists unless the test harness carries columns as ``codec`` JSON (decoded in ``values``)."""
-    raw_cols = [batch.column(c).to_pylist() for c in user_columns]
+    raw_cols = [py_values(batch.column(c)) for c in user_columns]
     if not json_columns:
         return raw_cols, raw_cols
     cols = [[None if v is None else decode(json.loads(v)) for v in col]

@@ -37,6 +37,7 @@ from windowlib.engines.spark.walk_values import (
     finite_clock,
     key_state_limit,
     naive_type,
+    py_values,
 )
 
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain data already
@@ -318,12 +319,12 @@ class Walker:
                 continue
             batch = self.naive_batch(batch)
             cols, raw_cols = batch_columns(batch, user_columns, json_columns)
-            arrival_col = batch.column(ARRIVAL).to_pylist()
-            ts_col = batch.column(TS).to_pylist()
-            reason_col = batch.column(TREASON).to_pylist()
-            seq_col = batch.column(seq_column).to_pylist() if seq_column else None
-            absent_col = batch.column(ABSENT).to_pylist() if config.has_absent else None
-            state_col = batch.column(STATE).to_pylist() if config.has_state else None
+            arrival_col = py_values(batch.column(ARRIVAL))
+            ts_col = py_values(batch.column(TS))
+            reason_col = py_values(batch.column(TREASON))
+            seq_col = py_values(batch.column(seq_column)) if seq_column else None
+            absent_col = py_values(batch.column(ABSENT)) if config.has_absent else None
+            state_col = py_values(batch.column(STATE)) if config.has_state else None
             keyed_cols = [cols[i] for i in key_idx]
             for i, values in enumerate(zip(*cols)):
                 if single is not None:
