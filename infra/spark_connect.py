@@ -48,6 +48,8 @@ SERVER_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.bindAddress": HOST,
     "spark.driver.host": HOST,
+    # run-scoped caches only (as windowlib's local sessions: engines/spark/session.py)
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 
 
