@@ -264,6 +264,48 @@ def test_a_failing_function_on_the_pane_path_is_function_failed(spark):
     assert "Traceback" not in message and "PythonException" not in message
 
 
+class NamesTheKey(wl.ProcessWindowFunction):
+    """A result row with a column named like the key, and one without."""
+
+    def process(self, key, context, elements):
+        yield {"key": "not the key", "n": len(elements)}
+        yield {"n": -len(elements)}
+
+
+class Reserved(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield {"n": 1, "pane_index": 7}
+
+
+@pytest.mark.parametrize("schema", [None, "key string, n long"], ids=["result_json", "typed"])
+def test_a_result_column_named_like_the_key_keeps_the_key_on_both_spark_paths(spark, schema):
+    df = _frame(spark, [("a", 1, 1, 0), ("a", 2, 1, 0), ("b", 3, 1, 0)])
+    got = {}
+    for path in ("panes", "general"):
+        result = run_dataframe(_pipeline(NamesTheKey()), df, "hour", finalize=True, path=path,
+                               result_schema=schema)
+        value = "n" if schema else "result_json"
+        got[path] = sorted(tuple(r) for r in result.firings.select(
+            "key", "pane_index", "timing", value).collect())
+        result.unpersist()
+    assert got["panes"] == got["general"]
+    assert {r[0] for r in got["panes"]} == {"a", "b"}
+    if schema:
+        # EARLY at the second element, ON_TIME with both: two rows each
+        assert sorted(r[3] for r in got["panes"] if r[0] == "a") == [-2, -2, 2, 2]
+    else:
+        assert sorted(r[3] for r in got["panes"] if r[0] == "a") == [
+            '{"n":-2}', '{"n":-2}', '{"n":2}', '{"n":2}']
+
+
+def test_a_reserved_result_column_on_the_pane_path_is_result_column_conflict(spark):
+    df = _frame(spark, [("a", 1, 1, 0)])
+    with pytest.raises(wl.ExecutionError) as err:
+        run_dataframe(_pipeline(Reserved()), df, "hour", finalize=True, path="panes")
+    assert err.value.code == "RESULT_COLUMN_CONFLICT"
+    assert "'pane_index'" in str(err.value) and "Traceback" not in str(err.value)
+
+
 def test_a_key_above_max_key_state_on_the_pane_path_is_key_state_limit(spark):
     df = _frame(spark, [("a", t, 1, 0) for t in range(9)])
     with pytest.raises(wl.ExecutionError) as err:

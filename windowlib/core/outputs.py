@@ -91,6 +91,17 @@ def side_output_columns(fields: tuple[str, ...] | None) -> tuple[str, ...]:
     return (VALUE_JSON,) if fields is None else fields
 
 
+def check_result_columns(result: dict) -> None:
+    """``RESULT_COLUMN_CONFLICT`` when a result row names a column windowlib sets itself
+    (``RESERVED_COLUMNS``); engines that write a firing without ``firing_row`` call it."""
+    if not RESERVED_COLUMNS.isdisjoint(result):
+        name = next(n for n in result if n in RESERVED_COLUMNS)
+        raise ExecutionError(
+            f"the window function returned a column named {name!r}, which windowlib "
+            f"sets itself; rename it (reserved: {', '.join(sorted(RESERVED_COLUMNS))})",
+            code="RESULT_COLUMN_CONFLICT")
+
+
 def firing_row(logic: Any, key_row: dict, window: Any, index: int, timing: str, result: dict,
                is_last: bool, retracting: bool) -> dict:
     """The firing row of one result row (SPEC §7 column order): the key, the window, pane
@@ -102,12 +113,7 @@ def firing_row(logic: Any, key_row: dict, window: Any, index: int, timing: str, 
     row["window_end"] = window.end
     row["pane_index"] = index
     row["timing"] = timing
-    if not RESERVED_COLUMNS.isdisjoint(result):
-        name = next(n for n in result if n in RESERVED_COLUMNS)
-        raise ExecutionError(
-            f"the window function returned a column named {name!r}, which windowlib "
-            f"sets itself; rename it (reserved: {', '.join(sorted(RESERVED_COLUMNS))})",
-            code="RESULT_COLUMN_CONFLICT")
+    check_result_columns(result)
     keys = logic.key_column_set
     if keys.isdisjoint(result):
         row.update(result)

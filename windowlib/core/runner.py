@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterable
+from types import GeneratorType
 from typing import Any
 
 from windowlib.core.aggregates import AggregateSet
@@ -33,10 +34,14 @@ from windowlib.core.time import format_ts
 __all__ = ["FunctionRunner", "conform"]
 
 
+_ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, checked first
+
+
 def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
     if items is None:
         return []
-    if isinstance(items, dict) or not isinstance(items, Iterable):
+    if type(items) not in _ROW_CONTAINERS and (isinstance(items, dict)
+                                               or not isinstance(items, Iterable)):
         raise ExecutionError(f"{what} must return an iterable of rows, got "
                              f"{type(items).__name__}", code="FUNCTION_FAILED")
     return [_single(r) for r in items]

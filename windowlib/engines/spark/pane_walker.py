@@ -207,9 +207,13 @@ class PaneWalker(PaneWalkBase):
             results = self.runner.results(self.scope.key_arg, bounds, context,
                                           window.buffer or None)
         value = timing._value_
+        no_key = self.logic.key_column_set.isdisjoint
         for result in results:
-            self.emit_firing(firing_row(self.logic, self.key_row, bounds, index, value,
-                                        result, is_final, False))
+            if no_key(result):
+                self.emit_result(bounds, index, value, is_final, result)
+            else:       # the key's value wins over a result column of its name
+                self.emit_firing(firing_row(self.logic, self.key_row, bounds, index, value,
+                                            result, is_final, False))
         window.index = index + 1
         if self.discarding:
             self.live -= len(window.buffer)

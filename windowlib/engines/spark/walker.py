@@ -18,6 +18,7 @@ from windowlib.core.codec import to_json
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import ExecutionError, StateError, rebuild_hint
 from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, non_finite, reject_reason
+from windowlib.core.outputs import check_result_columns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
@@ -155,20 +156,36 @@ class Walker:
         return (kind, walk.b, walk.phase, walk.sub, self.n)
 
     def emit_firing(self, row: dict) -> None:
+        """One firing row (``core.outputs.firing_row``) as a tagged output row."""
+        self._firing(row["window_start"], row["window_end"], row["pane_index"], row["timing"],
+                     row["is_final"], row.get("retract", False), row)
+
+    def emit_result(self, window: Any, index: int, timing: str, is_final: bool,
+                    result: dict) -> None:
+        """``emit_firing(firing_row(...))`` for a result row that names no key column,
+        without building the firing row (the pane walker's firings)."""
+        check_result_columns(result)
+        self._firing(window.start, window.end, index, timing, is_final, False, result)
+
+    def _firing(self, start: Any, end: Any, index: int, timing: str, is_final: bool,
+                retract: bool, values: dict) -> None:
+        """The tagged row of a firing whose result columns are in ``values`` (with or
+        without the key and window columns, which the row takes from its arguments)."""
         clock = self.clock
         head = self._meta("firing")
-        keys = self.out_key
-        meta = (row["window_start"], row["window_end"], row["pane_index"], row["timing"],
-                row["is_final"])
+        meta = (start, end, index, timing, is_final)
         if self.retracting:
-            meta = (*meta, row.get("retract", False))
+            meta = (*meta, retract)
         times = (finite_clock(clock.watermark), finite_clock(clock.processing_time))
         if self.result_mode == "json":
-            payload = {k: v for k, v in row.items() if k not in self.skip_in_json}
+            skip = self.skip_in_json
+            payload = values if skip.isdisjoint(values) else \
+                {k: v for k, v in values.items() if k not in skip}
             results: tuple = (to_json(payload),)
         else:   # typed or declared: the core conformed declared rows already
-            results = tuple(row.get(name) for name in self.result_names)
-        self.rows.append((*head, *keys, *meta, *times, *results, None, None, *self.tail_none))
+            results = tuple(values.get(name) for name in self.result_names)
+        self.rows.append((*head, *self.out_key, *meta, *times, *results, None, None,
+                          *self.tail_none))
 
     def emit_element(self, kind: str, element: dict, reason: str, watermark: int | None
                      ) -> None:
