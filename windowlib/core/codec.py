@@ -61,21 +61,27 @@ def encode(value: Any) -> Any:
         "lists, dicts, tuples, datetimes", code="SNAPSHOT_UNSERIALIZABLE")
 
 
-# the value types ``encode`` returns unchanged and JSON writes as they are
-_AS_IS = frozenset({int, str, bool, type(None)})
+# JSON text of the values ``encode`` returns unchanged, as ``_COMPACT`` writes them (strings
+# ASCII-escaped, integers by ``int.__repr__``)
+_SCALAR_TEXT: dict[type, Any] = {
+    str: json.encoder.encode_basestring_ascii, int: int.__repr__,
+    bool: lambda v: "true" if v else "false", type(None): lambda v: "null"}
 
 
 def to_json(value: Any) -> str:
     """Compact JSON text of ``encode(value)``. A flat row of integers, strings, booleans and
     nulls under string keys (what most window functions return) is its own encoding and is
-    written directly."""
+    written here without building a JSON encoder per call."""
     if type(value) is dict and _TAG not in value:
-        as_is = _AS_IS
+        text, quote = _SCALAR_TEXT, json.encoder.encode_basestring_ascii
+        parts = []
         for k, v in value.items():
-            if type(k) is not str or type(v) not in as_is:
+            write = text.get(type(v))
+            if write is None or type(k) is not str:
                 break
+            parts.append(f"{quote(k)}:{write(v)}")
         else:
-            return _COMPACT.encode(value)
+            return "{" + ",".join(parts) + "}"
     return _COMPACT.encode(encode(value))
 
 
