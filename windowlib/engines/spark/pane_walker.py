@@ -104,7 +104,11 @@ class PaneWalker(PaneWalkBase):
         # buffered: the contents are the pane's elements, whatever the function's kind
         self.runner = FunctionRunner(self.logic.runner.spec, buffered=True)
         self.evictor = self.logic.evictor
-        self.uses_context = self.runner.uses_context or self.evictor is not None
+        self.batching = self.runner.spec.kind == "batch"
+        # a batch function reads its panes' metadata from the table: a context is built
+        # only for an evictor
+        self.uses_context = self.evictor is not None or (
+            self.runner.uses_context and not self.batching)
         self.windows: dict[int, PaneWindow] = {}
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
@@ -112,7 +116,6 @@ class PaneWalker(PaneWalkBase):
         # firing — in the order the reference engine fires them
         self.pending: list[tuple[int, int, int]] = []
         self.cleanups: list[tuple[int, int]] = []         # (cleanup time, start)
-        self.batching = self.runner.spec.kind == "batch"
         self.batch: list[tuple] = []      # queued firings of a batch function
         self.batch_rows = 0
 
