@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from windowlib.engines.spark.columns import user_col
 from windowlib.quality.suites import (
     ON_TIME_ROWS,
     TIMINGS,
@@ -23,9 +24,8 @@ from windowlib.quality.suites import (
 
 
 def _c(name: str) -> Any:
-    from pyspark.sql import functions as F
 
-    return F.col(f"`{name}`")
+    return user_col(name)
 
 
 def prepare_firings(plan: SuitePlan, firings: Any) -> Any:

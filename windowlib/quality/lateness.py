@@ -13,16 +13,16 @@ from typing import Any
 
 from windowlib.core.errors import InputError
 from windowlib.core.pipeline import Pipeline
+from windowlib.engines.spark.columns import user_col
 from windowlib.runs.lateness import LATENESS_BUCKETS, UNKNOWN, bucket_of, event_ms
 
 
 def _event_ms(df: Any, column: str) -> Any:
-    from pyspark.sql import functions as F
 
     if column not in df.columns:
         raise InputError(f"the late output has no event-time column {column!r} "
                          f"(columns: {', '.join(df.columns)})", code="COLUMN_MISSING")
-    return event_ms(F.col(f"`{column}`"), df.schema[column].dataType,
+    return event_ms(user_col(column), df.schema[column].dataType,
                     f"event-time column {column!r}")
 
 
@@ -38,7 +38,7 @@ def lateness_histogram(late_df: Any, timestamp: str | Pipeline = "ts",
     ts_col = timestamp.timestamp if isinstance(timestamp, Pipeline) else timestamp
     if watermark not in late_df.columns:
         raise InputError(f"the late output has no {watermark!r} column", code="COLUMN_MISSING")
-    bucket = bucket_of(F.col(f"`{watermark}`"), _event_ms(late_df, ts_col))
+    bucket = bucket_of(user_col(watermark), _event_ms(late_df, ts_col))
     labels = [label for label, _ in LATENESS_BUCKETS] + [UNKNOWN]
     sums = [F.sum(F.when(bucket == label, 1).otherwise(0)).cast("long").alias(f"b{i}")
             for i, label in enumerate(labels)]

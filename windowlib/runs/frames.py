@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
+from windowlib.core.schema import sql_identifier
 from windowlib.state.checksums import check_sizes, verified_bytes
 from windowlib.state.hive import NULL_PARTITION, partition_values, split_partitions
 from windowlib.state.partfiles import PartFiles
@@ -313,7 +314,8 @@ def read_frame(spark: Any, source: str | FrameInfo | Sequence[str | FrameFile], 
         if base is not None and parts:
             reader = reader.option("basePath", base.spark_path)
         df = reader.parquet(*[loc.spark_path for loc in locs])
-        return df.selectExpr(*[f"`{name}`" for name in struct.fieldNames()])   # 1 JVM call/column
+        # one JVM call per column
+        return df.selectExpr(*[sql_identifier(name) for name in struct.fieldNames()])
     fs = task_filesystem(spark, locs[0], settings, forward_credentials)
     items = [(loc.arrow_path, f.path, f.bytes if f.bytes >= 0 else None, f.sha256)
              for loc, f in zip(locs, recorded)]

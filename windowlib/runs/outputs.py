@@ -23,6 +23,7 @@ from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.schema import sql_identifier
+from windowlib.engines.spark.columns import user_col
 from windowlib.state.s3config import S3Settings
 
 TABLE_FILE = "_windowlib_table.json"
@@ -174,9 +175,9 @@ def lateness_histogram(late: Any, timestamp: str) -> list[list[Any]]:
         return []
     ts = late.schema[timestamp].dataType
     if isinstance(ts, T.TimestampType | T.TimestampNTZType):
-        event_ms = F.unix_millis(F.col(f"`{timestamp}`").cast("timestamp"))
+        event_ms = F.unix_millis(user_col(timestamp).cast("timestamp"))
     elif isinstance(ts, T.IntegralType):
-        event_ms = F.col(f"`{timestamp}`")
+        event_ms = user_col(timestamp)
     else:
         return []
     hours = (F.unix_millis(F.col("watermark")) - event_ms) / F.lit(3_600_000)

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
+from windowlib.core.schema import sql_identifier
+from windowlib.engines.spark.columns import map_in_arrow
 from windowlib.engines.spark.outputs import ROUTE_SEP
 from windowlib.runs.frames import _TOKEN, FrameFile, FrameInfo
 from windowlib.state.partfiles import PartFiles
@@ -149,15 +151,15 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
                                   for c in [*(r for r, _ in cols), *by,
                                             *([total] if total else [])])]
     # the same projection as select() by names, at one JVM call per column instead of four
-    frame = routed.selectExpr(*[f"`{c}`" for c in wanted])
+    frame = routed.selectExpr(*[sql_identifier(c) for c in wanted])
     tasks = writer_tasks(spark) if tasks is None else tasks
     if tasks:
         # a union of branches has one partition per branch partition; every writer task
         # pays a Python worker round trip and writes its own small files, so merge them
         # (narrow: no shuffle)
         frame = frame.coalesce(tasks)
-    meta = frame.mapInArrow(_make_routed_writer(fs, plan, token, max_rows_per_file),
-                            _META_DDL).collect()      # small: one row per file or group
+    meta = map_in_arrow(frame, _make_routed_writer(fs, plan, token, max_rows_per_file),
+                        _META_DDL).collect()      # small: one row per file or group
     result = RoutedWrite()
     files: dict[str, list[tuple[int, str, FrameFile]]] = {n: [] for n in locs}
     counts: dict[str, dict[tuple, list[int]]] = {n: {} for n in outputs}

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowlib.core.errors import InputError
+from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.outputs import SparkOutputs
 from windowlib.runs.lateness import LATENESS_BUCKETS, bucket_of, event_ms
 from windowlib.runs.routing import (
@@ -149,7 +150,7 @@ def _source_rejects(source_frame: Any, data_cols: Any) -> Any:
     ok = error.isNull()
     reason = F.when(ok, F.lit("schema_mismatch")).otherwise(F.concat(
         F.lit("unreadable_file: "), F.col(FILE_COLUMN), F.lit(": "), error))
-    bad_cols = [(c, F.when(ok, F.col(f"`{c}`")).otherwise(F.lit(None).cast(types[c])))
+    bad_cols = [(c, F.when(ok, user_col(c)).otherwise(F.lit(None).cast(types[c])))
                 for c in data_cols]
     bad_cols += [("reason", reason),
                  (_ORIGIN, F.when(ok, F.lit("schema")).otherwise(F.lit("file"))),

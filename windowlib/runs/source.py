@@ -39,6 +39,7 @@ from windowlib.core.partitions import (
     partition_interval,
     partition_precision,
 )
+from windowlib.core.schema import sql_identifier
 from windowlib.runs.frames import (
     as_struct,
     io_parallelism,
@@ -311,7 +312,8 @@ class PartitionedSource:
             opts = {str(k): str(v) for k, v in self.options.items() if k != "header"}
             opts.update(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT_COLUMN)
             parse = F.from_csv if self.format == "csv" else F.from_json
-            ddl = (", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in rec.fields)
+            ddl = (", ".join(f"{sql_identifier(f.name)} {f.dataType.simpleString()}"
+                             for f in rec.fields)
                    if self.format == "csv" else rec)
             parsed = lines.withColumn("__wl_rec", parse(F.col(LINE_COLUMN), ddl, opts))
             frame = parsed.select(*[F.col("__wl_rec")[f.name].alias(f.name) for f in data_fields],
@@ -320,7 +322,8 @@ class PartitionedSource:
                                   F.col(ERROR_COLUMN))
         cols = [f.name for f in schema.fields] + [FILE_COLUMN, ROW_COLUMN, CORRUPT_COLUMN,
                                                    ERROR_COLUMN]
-        return SourceRead(frame.selectExpr(*[f"`{c}`" for c in cols]))   # 1 JVM call/column
+        # one JVM call per column
+        return SourceRead(frame.selectExpr(*[sql_identifier(c) for c in cols]))
 
     def _infer(self, spark: Any, files: Sequence[SourceFile]) -> Any:
         from pyspark.sql.pandas.types import from_arrow_schema

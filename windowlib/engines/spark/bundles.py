@@ -46,6 +46,7 @@ from windowlib.core.time import (
 )
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
+from windowlib.engines.spark.columns import user_col
 
 ARRIVAL = "__wl_arrival"
 TS = "__wl_ts"
@@ -111,7 +112,7 @@ def arrival_key_column(df: Any, arrival: str) -> tuple[Any, str]:
         raise InputError(f"arrival column {arrival!r} is not in the DataFrame "
                          f"(columns: {', '.join(df.columns)})", code="COLUMN_MISSING")
     kind = arrival_kind(df.schema[arrival].dataType)
-    col = F.col(f"`{arrival}`")
+    col = user_col(arrival)
     if kind == "timestamp":
         return F.unix_micros(col.cast("timestamp")), kind
     if kind == "date":
@@ -145,7 +146,7 @@ def readable_event_times(df: Any, ts_column: str, reason: str) -> Any:
             df.schema[ts_column].dataType, T.TimestampType | T.TimestampNTZType):
         return df
     readable = F.col(reason).isNull() | (F.col(reason) != F.lit(OUT_OF_RANGE))
-    return df.withColumn(ts_column, F.when(readable, F.col(f"`{ts_column}`")))
+    return df.withColumn(ts_column, F.when(readable, user_col(ts_column)))
 
 
 def _parsed_event_time(df: Any, ts_column: str) -> tuple[Any, Any]:
@@ -155,7 +156,7 @@ def _parsed_event_time(df: Any, ts_column: str) -> tuple[Any, Any]:
     if ts_column not in df.columns:
         return F.lit(None).cast("long"), F.lit("missing_timestamp")
     dtype = df.schema[ts_column].dataType
-    col = F.col(f"`{ts_column}`")
+    col = user_col(ts_column)
     null_reason = F.when(col.isNull(), F.lit("null_timestamp"))
     if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
         # unix_millis floors (Math.floorDiv), also before 1970: the reference's rule
@@ -312,7 +313,7 @@ def plan_bundles(df: Any, *, kind: str, key_columns: Sequence[str],
 
     accepted = F.col(TS).isNotNull() & F.col(TREASON).isNull()
     for c in key_columns:
-        accepted = accepted & F.col(f"`{c}`").isNotNull()
+        accepted = accepted & user_col(c).isNotNull()
     aggs = [F.count(F.lit(1)).alias("n"), F.max(F.when(accepted, F.col(TS))).alias("max_ts")]
     given_col, covers = _given_column(kind, overrides, given_map, logical, interval_ms)
     if given_col is not None:

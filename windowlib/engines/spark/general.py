@@ -54,6 +54,7 @@ from windowlib.core.errors import InputError
 from windowlib.core.loop import RunClock
 from windowlib.core.outputs import OUTPUTS, OutputColumns
 from windowlib.core.pipeline import Pipeline
+from windowlib.core.schema import sql_identifier
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
 from windowlib.engines.base import BundleTimes
@@ -90,6 +91,8 @@ from windowlib.engines.spark.columns import (
     VALUE,
     B,
     N,
+    map_in_arrow,
+    user_col,
 )
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.result_types import (
@@ -131,7 +134,7 @@ class GeneralRun:
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
                               self.retracting, self.typed_tags)
         part = tagged_part(self.tagged, names, run_id, OUTPUTS)
-        keys = [(c, F.col(f"`{c}`")) for c in self.key_columns]
+        keys = [(c, user_col(c)) for c in self.key_columns]
         columns = dict(part.columns)
         columns["state"] = [*keys, ("state", F.col(STATE)),
                             ("next_event_timer", F.col(NEXT_ET)),
@@ -157,10 +160,10 @@ def tagged_part(tagged: Any, names: OutputColumns, run_id: str | None,
     route = route.otherwise(F.col(KIND))
 
     def value(name: str) -> Any:
-        return F.col(_INTERNAL.get(name, f"`{name}`"))
+        return F.col(_INTERNAL.get(name, sql_identifier(name)))
 
     def element(name: str) -> Any:
-        return F.col(f"{ELEMENT}.`{name}`")
+        return F.col(f"{ELEMENT}.{sql_identifier(name)}")
 
     return OutputPart(tagged, route, {output: render(names, output, value, run_id, element)
                                       for output in outputs})
@@ -252,7 +255,7 @@ def _default_order(df: Any, user_columns: Sequence[str]) -> list:
     """SPEC §1: ascending event time, ties broken by a deterministic hash of the whole row."""
     from pyspark.sql import functions as F
 
-    cols = [F.col(f"`{c}`") for c in user_columns]
+    cols = [user_col(c) for c in user_columns]
     return [F.col(TS).asc_nulls_first(), F.xxhash64(*cols), F.hash(*cols)]
 
 
@@ -313,11 +316,11 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
 
     order: list = []
     if order_by is not None:
-        order = [F.col(f"`{c}`") for c in ([order_by] if isinstance(order_by, str)
+        order = [user_col(c) for c in ([order_by] if isinstance(order_by, str)
                                            else order_by)]
     else:
         order = _default_order(df, user_columns)
-    keys = [F.col(f"`{c}`") for c in logic.key_columns]
+    keys = [user_col(c) for c in logic.key_columns]
     has_state = state is not None
     sort_head: list = []
     if has_state:
@@ -349,7 +352,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
         needed.append(ABSENT)
     if seq_column is not None:
         needed.append(seq_column)
-    arranged = arranged.select(*[F.col(f"`{c}`") for c in dict.fromkeys(needed)])
+    arranged = arranged.select(*[user_col(c) for c in dict.fromkeys(needed)])
     large = large_var_types(df)
     config = WalkConfig(
         pipeline=pipeline, arrivals=plan.index, processing_times=plan.processing_times,
@@ -361,7 +364,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
         out_schema_json=out_schema.json(), large_types=large,
         has_state=has_state, emit_state=emit_state,
         initial_processing_time=clock.processing_time)
-    tagged = arranged.mapInArrow(make_walker(config), out_schema)
+    tagged = map_in_arrow(arranged, make_walker(config), out_schema)
     if persist:
         tagged = tagged.persist()
     return GeneralRun(tagged=tagged, plan=plan, key_columns=logic.key_columns,

@@ -67,6 +67,7 @@ from windowlib.engines.spark.bundles import (
     BundlePlan,
     plan_bundles,
 )
+from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.general import prepare_input
 from windowlib.engines.spark.native_aggs import AggContext, compile_aggregates
 from windowlib.engines.spark.native_default import default_firings
@@ -205,7 +206,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     w_before = [plan.initial_watermark, *W[:-1]]
     lateness = logic.allowed_lateness_ms
 
-    keys = [F.col(f"`{c}`") for c in logic.key_columns]
+    keys = [user_col(c) for c in logic.key_columns]
     x = bundle_columns(prepared, plan)
 
     # --- rejects: core.loop's checks, compiled in REJECT_CHECKS order ----------------------
@@ -214,7 +215,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     nan = None
     for c in logic.finite_columns:      # a column the input lacks holds no non-finite value
         if c in types and types[c].typeName() in ("float", "double"):
-            col = F.col(f"`{c}`")
+            col = user_col(c)
             bad = F.isnan(col) | (F.abs(col) == F.lit(float("inf")))
             nan = bad if nan is None else (nan | bad)
     # SQL text where it can be (one py4j call each instead of one per Column operation)
@@ -228,20 +229,20 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     sub = F.col(seq_column) if seq_column else F.lit(0)
     x = x.withColumns({REASON: reason, SUB: sub.cast("long")})
     rejects = x.filter(F.col(REASON).isNotNull()).select(
-        *[F.col(f"`{c}`") for c in user_columns], F.col(REASON).alias("reason"), B, SUB)
+        *[user_col(c) for c in user_columns], F.col(REASON).alias("reason"), B, SUB)
     accepted = x.filter(F.col(REASON).isNull())
 
     # --- windows and lateness ---------------------------------------------------------------
     dropped_all, processed, kept, size = assign_windows(logic.assigner, accepted, lateness)
     late = accepted.filter(dropped_all).select(
-        *[F.col(f"`{c}`") for c in user_columns], F.lit("too_late").alias("reason"),
+        *[user_col(c) for c in user_columns], F.lit("too_late").alias("reason"),
         finite(WP).alias("watermark"), B, SUB)
 
     if order_by is not None:
-        order = [F.col(f"`{c}`") for c in ([order_by] if isinstance(order_by, str)
+        order = [user_col(c) for c in ([order_by] if isinstance(order_by, str)
                                            else order_by)]
     else:
-        cols = [F.col(f"`{c}`") for c in user_columns]
+        cols = [user_col(c) for c in user_columns]
         order = [F.col(TS), F.xxhash64(*cols), F.hash(*cols)]
     parts = Parts(kept=kept, keys=keys, key_names=[*logic.key_columns, WS], order=order,
                   ctx=AggContext(ts=F.col(TS), order=[F.col(B), *order]), compiled=compiled,

@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from windowlib.engines.spark.columns import user_col
+
 NATIVE_KINDS = frozenset({"count", "sum", "min", "max", "mean", "first", "last",
                           "approx_count_distinct", "collect_list"})
 
@@ -62,7 +64,7 @@ class CompiledAggregate:
         from pyspark.sql import functions as F
 
         kind = self.kind
-        v = F.col(f"`{self.column}`") if self.column is not None else None
+        v = user_col(self.column) if self.column is not None else None
         if ctx.mask is not None:   # rows outside the mask count as null values
             v = F.when(ctx.mask, F.lit(1) if v is None else v)
         if kind == "count":

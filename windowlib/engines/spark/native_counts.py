@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.native_parts import (
     MX,
     ORDER_N,
@@ -121,12 +122,12 @@ def _retractions(parts: Parts, firings: Any) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keys = [F.col(f"`{c}`") for c in parts.key_names[:-1]]
+    keys = [user_col(c) for c in parts.key_names[:-1]]
     w = Window.partitionBy(*keys, F.col("window_start")).orderBy(F.col("pane_index"))
     names = [c.name for c in parts.compiled]
     prev = firings.select(
         "*", F.lag(F.col("timing")).over(w).alias("__wl_prev_timing"),
-        *[F.lag(F.col(f"`{n}`")).over(w).alias(f"__wl_prev_{n}") for n in names])
+        *[F.lag(user_col(n)).over(w).alias(f"__wl_prev_{n}") for n in names])
     return prev.filter(F.col("pane_index") > F.lit(0)).select(
         *keys, F.col("window_start"), F.col("window_end"),
         (F.col("pane_index") - F.lit(1)).alias("pane_index"),

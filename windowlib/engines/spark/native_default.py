@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.engines.spark.bundles import TS
+from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.native_parts import MX, ON_N, PB, SUB, WP, WS, B, J, Parts
 
 ROLE, K = "__wl_role", "__wl_k"
@@ -86,7 +87,7 @@ def late_branch(parts: Parts, totals: bool = False) -> LateBranch:
                 "__wl_q", window=by_arrival.rowsBetween(Window.unboundedPreceding, -1))
             cols += prev_exprs
     else:     # discarding: a LATE firing holds its element alone
-        values = {c.column: F.col(f"`{c.column}`") for c in compiled if c.column is not None}
+        values = {c.column: user_col(c.column) for c in compiled if c.column is not None}
         single = [c.element(values, F.col(TS), parts.ctx.order_struct(with_ts=False))
                   for c in compiled]
         names = [[f"__wl_r{i}_{name}" for name in acc] for i, acc in enumerate(single)]

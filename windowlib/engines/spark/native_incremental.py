@@ -46,6 +46,7 @@ from typing import Any
 
 from windowlib.core.errors import StateError, rebuild_hint
 from windowlib.core.outputs import OutputColumns
+from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.general import PHASE_TIMERS_WM
 from windowlib.engines.spark.native import NativeInputs, prepare_native
 from windowlib.engines.spark.native_default import (
@@ -127,7 +128,7 @@ class NativeIncrementalRun:
             "side_outputs": no_side_outputs(names, key_types, run_id)}
 
         def value(name: str) -> Any:
-            return F.col(f"`{name}`")
+            return user_col(name)
 
         return SparkOutputs(names, [
             OutputPart(self.windows, route, windows, multi=True),
@@ -278,7 +279,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
     entry = {name: pick(k) for k, name in enumerate(parts.entry_names())}
     # a firing's internal values (window bounds and clocks in ms; ``outputs.render`` makes
     # them public columns)
-    firing = [*[F.col(f"`{c}`") for c in key_cols], F.col(WS).alias("window_start"),
+    firing = [*[user_col(c) for c in key_cols], F.col(WS).alias("window_start"),
               (F.col(WS) + F.lit(parts.size)).alias("window_end"),
               entry["pane_index"].alias("pane_index"), entry["timing"].alias("timing"),
               entry["is_final"].alias("is_final"),
@@ -290,7 +291,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
     # state values: the window after this run
     any_late = k0 > F.lit(0)
     after = (combined(totals, late_all) if parts.accumulating else None)
-    state_cols = [*[F.col(f"`{c}`") for c in key_cols], F.col(WS).alias(S_WS),
+    state_cols = [*[user_col(c) for c in key_cols], F.col(WS).alias(S_WS),
                   on_total.cast("long").alias(S_ON_N), (fired_s | ot).alias(S_FIRED),
                   (panes_s + ot01 + k0).alias(S_PANES)]
     for i, t in enumerate(totals):
@@ -349,7 +350,7 @@ def _saved_columns(state: Any, parts: Parts, key_cols: list[str], acc_types: dic
     if state is None:
         spark = df.sparkSession
         state = spark.createDataFrame([], T.StructType(fields))
-    cols = [*[F.col(f"`{c}`") for c in key_cols], F.col(S_WS).alias(WS),
+    cols = [*[user_col(c) for c in key_cols], F.col(S_WS).alias(WS),
             F.col(S_ON_N), F.col(S_FIRED), F.col(S_PANES)]
     for name, dtype in acc_types.items():
         i, _, acc = name[len("__wl_acc"):].partition("_")

@@ -51,7 +51,14 @@ from windowlib.core.triggers import ContinuousEventTimeTrigger, CountTrigger
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import TS, BundlePlan
-from windowlib.engines.spark.columns import ABSENT, DEFAULT_MAX_KEY_STATE, SUB, B
+from windowlib.engines.spark.columns import (
+    ABSENT,
+    DEFAULT_MAX_KEY_STATE,
+    SUB,
+    B,
+    map_in_arrow,
+    user_col,
+)
 from windowlib.engines.spark.general import (
     large_var_types,
     shuffle_partitions,
@@ -94,13 +101,12 @@ class PaneRun:
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """Firings and side outputs from the tagged rows, late and rejects from the native
         frames (``outputs.py``)."""
-        from pyspark.sql import functions as F
 
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
                               False, self.typed_tags)
 
         def value(name: str) -> Any:
-            return F.col(f"`{name}`")
+            return user_col(name)
 
         rejects = OutputPart(self.rejects, "rejects",
                              {"rejects": render(names, "rejects", value, run_id)})
@@ -136,7 +142,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                             aggregates=False)
     parts, logic, plan = inputs.parts, inputs.logic, inputs.plan
     user_columns = inputs.user_columns
-    keys = [F.col(f"`{c}`") for c in logic.key_columns]
+    keys = [user_col(c) for c in logic.key_columns]
     absent = [F.col(ABSENT)] if ABSENT in parts.kept.columns else []
     rows = parts.kept
     if keys:
@@ -158,7 +164,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     # stay in Spark
     window_col = [] if sessions else [F.col(WS)]
     rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB), *window_col)
-    rows = rows.select(*keys, *[F.col(f"`{c}`") for c in user_columns
+    rows = rows.select(*keys, *[user_col(c) for c in user_columns
                                 if c not in logic.key_column_set],
                        *absent, F.col(B), F.col(SUB), F.col(TS), *window_col)
 
@@ -177,7 +183,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
             discarding=not parts.accumulating), SessionWalker)
     else:
         walker = make_walker(_pane_config(config, parts, logic), PaneWalker)
-    tagged = rows.mapInArrow(walker, out_schema)
+    tagged = map_in_arrow(rows, walker, out_schema)
     if persist:
         tagged = tagged.persist()
     cached.insert(0, tagged)     # first: counting it runs the walker (errors surface there)

@@ -68,6 +68,7 @@ from windowlib.engines.spark.columns import (
     SUB,
     B,
     N,
+    user_col,
 )
 from windowlib.engines.spark.native_aggs import compile_aggregates
 from windowlib.engines.spark.native_parts import PB, REASON, WP, Parts, at, finite, rank
@@ -144,7 +145,7 @@ def _firing_columns(parts: Parts, logic: Any, results: dict, out_schema: Any) ->
     columns = []
     for field in out_schema.fields:
         if field.name in keys:
-            value = F.col(f"`{field.name}`")
+            value = user_col(field.name)
         else:
             value = values.get(field.name, F.lit(None))
         columns.append(value.cast(field.dataType).alias(field.name))

@@ -32,7 +32,7 @@ from windowlib.core.time import MIN_TS, timestamp_ms
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
-from windowlib.engines.spark.columns import SIDE_TYPED, VALUE
+from windowlib.engines.spark.columns import SIDE_TYPED, VALUE, user_col
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.general import (
     ABSENT,
@@ -272,8 +272,8 @@ def _element_frames(run: Any) -> Any:
     from pyspark.sql import functions as F
 
     def elements_of(frame: Any) -> Any:
-        return frame.select(*[F.col(f"`{c}`").alias(_EL + c) if c in run.element_columns
-                              else F.col(f"`{c}`") for c in frame.columns])
+        return frame.select(*[user_col(c).alias(_EL + c) if c in run.element_columns
+                              else user_col(c) for c in frame.columns])
 
     late = elements_of(run.late).withColumn(KIND, F.lit("late"))
     return late.unionByName(elements_of(run.rejects).withColumn(KIND, F.lit("reject")),
