@@ -107,7 +107,8 @@ def firing_row(logic: Any, key_row: dict, window: Any, index: int, timing: str, 
     """The firing row of one result row (SPEC §7 column order): the key, the window, pane
     index and timing (``Timing`` value), the result's columns (key columns never overwritten;
     a reserved name is ``RESULT_COLUMN_CONFLICT``), ``is_final`` and, when retracting,
-    ``retract``. Every engine's firings are built here."""
+    ``retract``. Every engine's firings are built here, except the Spark pane walker's, which
+    writes the same columns straight into its output rows (``Walker.emit_result``)."""
     row = dict(key_row)
     row["window_start"] = window.start
     row["window_end"] = window.end

@@ -1,6 +1,8 @@
 """Column names of the Spark engine's tagged output (shared by the general path's run planning,
 its walker in the Python workers, the native path and the test harness). The step phases and
-the public names come from the core (``core.loop``, ``core.outputs``)."""
+the public names come from the core (``core.loop``, ``core.outputs``). Also how a user's
+column names reach Spark: ``user_col`` (quoted) and ``map_in_arrow`` (names PySpark's own
+``mapInArrow`` cannot look up)."""
 
 from collections.abc import Callable, Iterator
 from typing import Any

@@ -33,11 +33,12 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
 
 So a trigger costs a few integer operations per element, and the user's function runs once per
 firing over the pane (``FunctionRunner.results`` with the core's ``Context``: ``window_state``
-per window, ``global_state`` per key; rows built by ``core.outputs.firing_row``), written as
-the general path's tagged rows (``walker.Walker``'s output half). A ``BatchWindowFunction``'s
-firings queue up instead, and ``process_panes`` runs once per ``BATCH_ROWS`` queued elements
-(``pane_batches.py``). **Memory**: a key's live windows and buffered elements, plus the queued
-batch; above ``max_key_state`` entries a key fails with ``KEY_STATE_LIMIT``.
+per window, ``global_state`` per key), its rows written as the general path's tagged rows
+(``walker.Walker.emit_result``: ``firing_row``'s columns without building the row). A
+``BatchWindowFunction``'s firings queue up instead, and ``process_panes`` runs once per
+``BATCH_ROWS`` queued elements (``pane_batches.py``). **Memory**: a key's live windows and
+buffered elements, plus the queued batch; above ``max_key_state`` entries a key fails with
+``KEY_STATE_LIMIT``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from windowlib.core.errors import WindowlibError
 from windowlib.core.evictors import TimestampedValue
 from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time
-from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner, function_failed
 from windowlib.core.time import MAX_TS
@@ -210,13 +210,8 @@ class PaneWalker(PaneWalkBase):
             results = self.runner.results(self.scope.key_arg, bounds, context,
                                           window.buffer or None)
         value = timing._value_
-        no_key = self.logic.key_column_set.isdisjoint
         for result in results:
-            if no_key(result):
-                self.emit_result(bounds, index, value, is_final, result)
-            else:       # the key's value wins over a result column of its name
-                self.emit_firing(firing_row(self.logic, self.key_row, bounds, index, value,
-                                            result, is_final, False))
+            self.emit_result(bounds, index, value, is_final, result)
         window.index = index + 1
         if self.discarding:
             self.live -= len(window.buffer)

@@ -162,8 +162,9 @@ class Walker:
 
     def emit_result(self, window: Any, index: int, timing: str, is_final: bool,
                     result: dict) -> None:
-        """``emit_firing(firing_row(...))`` for a result row that names no key column,
-        without building the firing row (the pane walker's firings)."""
+        """``emit_firing(firing_row(...))`` of a result row without building the firing row
+        (the pane walker's firings): the key and window come from the walk, and the result's
+        own key columns are dropped as ``firing_row`` drops them."""
         check_result_columns(result)
         self._firing(window.start, window.end, index, timing, is_final, False, result)
 
