@@ -1,5 +1,6 @@
 """The Arrow table a ``BatchWindowFunction`` gets (``core/batch.py`` builds the columns in
-plain Python; this module, outside the core, turns them into a ``pyarrow.Table``).
+plain Python; this module, outside the core, turns them into a ``pyarrow.Table``; on the pane
+path the elements are Arrow rows already and only the pane columns are built).
 
 Pane columns have fixed types (``pane_id``/``window_start``/``window_end``/``pane_index``
 int64, ``timing`` string, ``is_final`` bool); element columns take the input's Arrow types
@@ -15,7 +16,12 @@ from typing import Any
 from windowlib.core.batch import META_COLUMNS
 from windowlib.core.errors import ExecutionError
 
-__all__ = ["panes_table"]
+__all__ = ["arrow_panes_table", "panes_table"]
+
+
+def _meta_types(pa: Any) -> dict[str, Any]:
+    return dict(zip(META_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(),
+                                   pa.string(), pa.bool_())))
 
 
 def panes_table(columns: dict[str, list], element_fields: Sequence[Any] | None) -> Any:
@@ -23,8 +29,7 @@ def panes_table(columns: dict[str, list], element_fields: Sequence[Any] | None) 
     (``pyarrow.Field``s) type the element columns they name."""
     import pyarrow as pa
 
-    fixed = dict(zip(META_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(),
-                                    pa.string(), pa.bool_())))
+    fixed = _meta_types(pa)
     given = {f.name: f.type for f in element_fields or ()}
     arrays = {}
     for name, values in columns.items():
@@ -33,4 +38,20 @@ def panes_table(columns: dict[str, list], element_fields: Sequence[Any] | None) 
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
             raise ExecutionError(f"the elements' column {name!r} cannot be an Arrow column "
                                  f"for process_panes ({exc})", code="FUNCTION_FAILED") from None
+    return pa.table(arrays)
+
+
+def arrow_panes_table(per_pane: dict[str, list], lengths: Sequence[int], elements: Any) -> Any:
+    """The same table from Arrow elements: ``per_pane`` (``core.batch.pane_values``) holds
+    one value per pane, ``lengths`` each pane's number of elements, and ``elements`` (a
+    ``pyarrow.Table``) the panes' elements one after another."""
+    import numpy as np
+    import pyarrow as pa
+
+    pane_of_row = pa.array(np.repeat(np.arange(len(lengths), dtype=np.int64), lengths))
+    arrays = {name: pa.array(per_pane[name], type=t).take(pane_of_row)
+              for name, t in _meta_types(pa).items()}
+    for name in elements.column_names:
+        if name not in arrays:        # a pane column's name wins over an element field's
+            arrays[name] = elements.column(name)
     return pa.table(arrays)

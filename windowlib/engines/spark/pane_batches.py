@@ -10,42 +10,66 @@ column the function does not declare, or a value that does not cast, is
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
-from windowlib.core.batch import PANE_ID, panes_columns
+import numpy as np
+
+from windowlib.core.batch import META_COLUMNS, PANE_ID, panes_columns
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import function_name
 from windowlib.core.time import finite_ms
-from windowlib.engines.batch_tables import panes_table
+from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
+from windowlib.engines.batch_tables import arrow_panes_table, panes_table
 from windowlib.engines.spark.columns import KIND, PHASE, SUB, B, N
 
-__all__ = ["batch_firings", "run_batch"]
+__all__ = ["QUEUED", "batch_firings", "run_batch"]
+
+# a queued firing (``PaneWalker._defer``): its window (``None`` for count windows), pane,
+# clocks and position when it fired, its key (as read and as the function's argument) and its
+# elements (row numbers with ``arrow_elements``, else ``TimestampedValue``s)
+QUEUED = ("window_start", "window_end", "pane_index", "timing", "is_final", "watermark",
+          "processing_time", B, PHASE, SUB, "out_key", "key_arg", "elements")
 
 
 def run_batch(walker: Any, panes: list[tuple]) -> Any:
-    """One ``process_panes`` call over the ``panes`` the pane ``walker`` queued: their elements
-    as one Arrow table (``core/batch.py``'s columns), the result as tagged firing rows. A
-    failing call is ``FUNCTION_FAILED`` naming the batch's first key and window."""
+    """One ``process_panes`` call over the ``panes`` the pane ``walker`` queued (``QUEUED``
+    tuples): their elements as one Arrow table (``core/batch.py``'s columns), the result as
+    tagged firing rows. A failing call is ``FUNCTION_FAILED`` naming the batch's first key
+    and window."""
     fn = walker.runner.spec.fn
-    columns = walker.config.user_columns
-    fields = [walker.naive_schema.field(c) for c in columns]
-    table = panes_table(panes_columns([p[:5] for p in panes], columns), fields)
+    queued = dict(zip(QUEUED, zip(*panes)))
+    pane_columns = [queued[name] for name in META_COLUMNS[1:]]
+    elements = queued["elements"]
+    if walker.arrow_elements:       # the panes hold input row numbers
+        lengths = [len(e) for e in elements]
+        rows = np.fromiter(chain.from_iterable(elements), np.int64, sum(lengths))
+        table = arrow_panes_table(dict(zip(META_COLUMNS, (range(len(panes)), *pane_columns))),
+                                  lengths, walker.element_rows(rows))
+    else:
+        columns = walker.config.user_columns
+        fields = [walker.naive_schema.field(c) for c in columns]
+        windows = [GLOBAL_WINDOW if start is None else TimeWindow(start, end)
+                   for start, end in zip(queued["window_start"], queued["window_end"])]
+        table = panes_table(panes_columns(list(zip(windows, *pane_columns[2:], elements)),
+                                          columns), fields)
     try:
         output = fn.process_panes(table)
     except WindowlibError:
         raise
     except Exception as exc:
-        first = panes[0]
+        first = dict(zip(QUEUED, panes[0]))
         raise ExecutionError(
             f"{function_name(fn)}.process_panes failed for a batch of {len(panes)} panes "
-            f"(the first: key {first[10]!r}, window {first[0]}): "
-            f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
-    return batch_firings(walker, panes, output)
+            f"(the first: key {first['key_arg']!r}, window [{first['window_start']}, "
+            f"{first['window_end']})): {type(exc).__name__}: {exc}",
+            code="FUNCTION_FAILED") from exc
+    return batch_firings(walker, queued, output)
 
 
-def batch_firings(walker: Any, panes: list[tuple], output: Any) -> Any:
+def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
     """The tagged firing rows (one ``RecordBatch``) of ``process_panes``' ``output`` for the
-    ``panes`` the pane ``walker`` queued (``PaneWalker._defer``), in pane order."""
+    firings the pane ``walker`` queued (``queued``: ``QUEUED``'s columns), in pane order."""
     pa = walker.pa
     import pyarrow.compute as pc
 
@@ -67,7 +91,7 @@ def batch_firings(walker: Any, panes: list[tuple], output: Any) -> Any:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise ExecutionError(f"{fn_name}.process_panes returned {PANE_ID!r} values that are "
                              f"not pane numbers ({exc})", code="FUNCTION_FAILED") from None
-    n = len(panes)
+    n = len(queued["pane_index"])
     if len(ids) and (ids.null_count or pc.min(ids).as_py() < 0
                      or pc.max(ids).as_py() >= n):
         raise ExecutionError(f"{fn_name}.process_panes returned a row whose {PANE_ID!r} "
@@ -76,16 +100,11 @@ def batch_firings(walker: Any, panes: list[tuple], output: Any) -> Any:
     order = pc.sort_indices(ids)     # stable: a pane's rows keep their order
     table, ids = table.take(order), ids.take(order).combine_chunks()
     m = len(table)
-    meta: dict[str, list] = {
-        B: [p[7][0] for p in panes], PHASE: [p[7][1] for p in panes],
-        SUB: [p[7][2] for p in panes],
-        "window_start": [p[0].start for p in panes], "window_end": [p[0].end for p in panes],
-        "pane_index": [p[1] for p in panes], "timing": [p[2] for p in panes],
-        "is_final": [p[3] for p in panes],
-        "watermark": [finite_ms(p[5]) for p in panes],
-        "processing_time": [finite_ms(p[6]) for p in panes]}
-    for j, column in enumerate(walker.key_columns):
-        meta[column] = [p[8][j] for p in panes]
+    meta = {name: queued[name] for name in QUEUED[:10]}
+    meta["watermark"] = [finite_ms(t) for t in meta["watermark"]]
+    meta["processing_time"] = [finite_ms(t) for t in meta["processing_time"]]
+    for column, values in zip(walker.key_columns, zip(*queued["out_key"])):
+        meta[column] = values
     arrays = []
     for field in walker.arrow_schema:
         name = field.name

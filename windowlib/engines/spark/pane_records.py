@@ -1,7 +1,14 @@
 """The pane path's walkers' shared parts (``pane_walker.py``, ``session_walker.py``): their
 base class (the clocks, the key's scope and the partition loop over one key's rows after
 another), what a ``Context`` reads, each live window's pane and counters, and where the walk
-is."""
+is.
+
+**Elements kept in Arrow.** A walker whose panes only ever go back into Arrow (a batch
+function without an evictor, over columns the harness does not carry as JSON) sets
+``arrow_elements``: the loop then reads only the key columns into Python, a pane holds row
+numbers, and ``element_rows`` takes those rows from the input batches still referenced — the
+walker names the oldest row it still needs (``_oldest_row``) and older batches are let go.
+"""
 
 from __future__ import annotations
 
@@ -69,6 +76,12 @@ class PaneWalkBase(Walker):
         self.live = 0             # the key's buffered entries, checked against max_key_state
         self.b_open = -1          # the bundle whose rows the walk is in
         self.ready: list[Any] = []        # output batches besides the rows (batch functions)
+        # elements kept in Arrow (see the module docstring): the input batches still
+        # referenced (user columns), each with the number of its first row in the partition
+        self.arrow_elements = False
+        self.retained: list[tuple[int, Any]] = []
+        self.row_base = 0         # the number of the current batch's first row
+        self.next_row = 0         # ... and of the next batch's
 
     def _clock_at(self, b: int, phase: int) -> None:
         """Set the walk's position to step ``phase`` of bundle ``b`` and the clocks to that
@@ -95,31 +108,65 @@ class PaneWalkBase(Walker):
     def _advance(self, b: int) -> None:
         raise NotImplementedError
 
-    def _row(self, row: dict, i: int, b: int, cols: list, raw_cols: list,
+    def _row(self, row: dict | None, i: int, b: int, cols: list, raw_cols: list,
              extra: list) -> None:
-        """One row: its user columns as a dict (absent ones left out), its index in the
-        batch, its bundle, the batch's values and raw values per user column, and the
-        batch's ``columns`` that ``walk_rows`` was asked for, as lists."""
+        """One row: its user columns as a dict (absent ones left out; ``None`` with
+        ``arrow_elements``), its index in the batch, its bundle, the batch's values and raw
+        values per user column, and the batch's ``columns`` that ``walk_rows`` was asked
+        for, as lists."""
         raise NotImplementedError
+
+    def _oldest_row(self) -> int:
+        """The number of the oldest input row a pane or a queued firing still holds (with
+        ``arrow_elements``; none: the next batch's first row)."""
+        raise NotImplementedError
+
+    def _retain(self, batch: Any) -> None:
+        """Keep ``batch``'s user columns for ``element_rows``; let go of the batches before
+        the oldest row still held."""
+        oldest = self._oldest_row()
+        retained = self.retained
+        while retained and retained[0][0] + retained[0][1].num_rows <= oldest:
+            retained.pop(0)
+        self.row_base, self.next_row = self.next_row, self.next_row + batch.num_rows
+        retained.append((self.row_base, batch.select(list(self.config.user_columns))))
+
+    def element_rows(self, rows: Any) -> Any:
+        """The user columns of the input rows numbered ``rows`` (a NumPy int64 array of row
+        numbers still held), as one ``pyarrow.Table`` in that order."""
+        first = self.retained[0][0]
+        table = self.pa.Table.from_batches([b for _, b in self.retained])
+        return table.take(rows - first)
 
     def walk_rows(self, batches: Iterator[Any], columns: Sequence[str]) -> Iterator[Any]:
         """For each key ``_start`` before its first row and ``_finish_key`` after its last,
-        ``_advance(b)`` at each new bundle, then ``_row`` per row. Yields the output batches:
-        the ``ready`` ones after each row and the rows every ``FLUSH_ROWS``."""
+        ``_advance(b)`` at each new bundle, then ``_row`` per row (with ``arrow_elements``:
+        no row dict, the row's number is ``row_base + i``). Yields the output batches: the
+        ``ready`` ones after each row and the rows every ``FLUSH_ROWS``."""
         config = self.config
         user_columns = config.user_columns
         json_columns = set(config.json_columns)
-        key_idx = [user_columns.index(c) for c in self.key_columns]
+        arrow = self.arrow_elements
+        key_idx = list(range(len(self.key_columns))) if arrow else \
+            [user_columns.index(c) for c in self.key_columns]
         single = key_idx[0] if len(key_idx) == 1 else None
         on_row = self._row
+        row = None
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             batch = self.naive_batch(batch)
-            cols, raw_cols = batch_columns(batch, user_columns, json_columns)
             bundles = py_values(batch.column(B))
+            if arrow:      # the key columns, then the bundles (a row even without keys)
+                self._retain(batch)
+                cols = [py_values(batch.column(c)) for c in self.key_columns]
+                cols.append(bundles)
+                raw_cols = cols
+            else:
+                cols, raw_cols = batch_columns(batch, user_columns, json_columns)
             extra = [py_values(batch.column(c)) for c in columns]
-            absent = py_values(batch.column(ABSENT)) if config.has_absent else None
+            absent = py_values(batch.column(ABSENT)) if config.has_absent and not arrow \
+                else None
             for i, values in enumerate(zip(*cols)):
                 key = (values[single],) if single is not None else \
                     tuple(values[j] for j in key_idx)
@@ -131,7 +178,8 @@ class PaneWalkBase(Walker):
                 b = bundles[i]
                 if b != self.b_open:
                     self._advance(b)
-                row = dict(zip(user_columns, values))
+                if not arrow:
+                    row = dict(zip(user_columns, values))
                 if absent is not None and absent[i]:
                     for c in absent[i]:
                         row.pop(c, None)

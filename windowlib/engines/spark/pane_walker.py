@@ -36,9 +36,11 @@ firing over the pane (``FunctionRunner.results`` with the core's ``Context``: ``
 per window, ``global_state`` per key), its rows written as the general path's tagged rows
 (``walker.Walker.emit_result``: ``firing_row``'s columns without building the row). A
 ``BatchWindowFunction``'s firings queue up instead, and ``process_panes`` runs once per
-``BATCH_ROWS`` queued elements (``pane_batches.py``). **Memory**: a key's live windows and
-buffered elements, plus the queued batch; above ``max_key_state`` entries a key fails with
-``KEY_STATE_LIMIT``.
+``BATCH_ROWS`` queued elements (``pane_batches.py``); without an evictor its panes hold
+input row numbers and their elements never become Python values (``pane_records.py``).
+**Memory**: a key's live windows and buffered elements, plus the queued batch (and, for
+row numbers, the input batches they point into); above ``max_key_state`` entries a key fails
+with ``KEY_STATE_LIMIT``.
 """
 
 from __future__ import annotations
@@ -118,6 +120,10 @@ class PaneWalker(PaneWalkBase):
         self.cleanups: list[tuple[int, int]] = []         # (cleanup time, start)
         self.batch: list[tuple] = []      # queued firings of a batch function
         self.batch_rows = 0
+        # panes hold input row numbers, their elements stay in Arrow (pane_records.py)
+        self.arrow_elements = self.batching and self.evictor is None \
+            and not config.walk.json_columns
+        self.batch_oldest: int | None = None    # the oldest row number the queue holds
 
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
@@ -197,12 +203,17 @@ class PaneWalker(PaneWalkBase):
             self._fire(window, _ON_TIME, self.lateness == 0)
 
     def _fire(self, window: PaneWindow, timing: Timing, is_final: bool) -> None:
+        if self.batching and self.evictor is None:
+            self._defer(window, window.buffer, timing, is_final)
+            return
         start, index = window.start, window.index
         bounds = GLOBAL_WINDOW if self.global_window else TimeWindow(start, start + self.size)
         context = Context(self.scope, bounds, window, pane_info(index, timing, is_final)) \
             if self.uses_context else None
-        if self.batching:
-            self._defer(window, bounds, context, timing, is_final)
+        if self.batching:       # behind an evictor: the pane as its evict_before left it
+            self._defer(window, self._evicting(window, bounds, context,
+                                               lambda _k, _w, _c, elements: list(elements)),
+                        timing, is_final)
             return
         if self.evictor is not None:
             results = self._evicting(window, bounds, context, self.runner.results)
@@ -237,22 +248,24 @@ class PaneWalker(PaneWalkBase):
         return results
 
     # --- batch functions: many panes per call (core/batch.py) -------------------------------
-    def _defer(self, window: PaneWindow, bounds: TimeWindow, context: Context | None,
-               timing: Timing, is_final: bool) -> None:
-        """Queue a firing of a ``BatchWindowFunction`` with what its rows need later (behind
-        an evictor: the pane as its ``evict_before`` left it)."""
-        if self.evictor is not None:
-            buffer = self._evicting(window, bounds, context,
-                                    lambda _k, _w, _c, elements: list(elements))
-        else:
-            buffer = window.buffer if self.discarding else list(window.buffer)
+    def _defer(self, window: PaneWindow, buffer: list, timing: Timing,
+               is_final: bool) -> None:
+        """Queue a firing of a ``BatchWindowFunction`` over ``buffer`` (the pane, or what an
+        evictor left of it) as a ``pane_batches.QUEUED`` tuple."""
         if buffer:
-            position, clock = self.walk, self.clock
-            self.batch.append((bounds, window.index, timing._value_, is_final, buffer,
-                               clock.watermark, clock.processing_time,
-                               (position.b, position.phase, position.sub),
-                               self.out_key, self.key_row, self.scope.key_arg))
+            if buffer is window.buffer and not self.discarding:
+                buffer = list(buffer)      # accumulating: the pane grows on
+            position, clock, start = self.walk, self.clock, window.start
+            self.batch.append((
+                None if self.global_window else start,
+                None if self.global_window else start + self.size,
+                window.index, timing._value_, is_final, clock.watermark,
+                clock.processing_time, position.b, position.phase, position.sub,
+                self.out_key, self.scope.key_arg, buffer))
             self.batch_rows += len(buffer)
+            if self.arrow_elements and (self.batch_oldest is None
+                                        or buffer[0] < self.batch_oldest):
+                self.batch_oldest = buffer[0]
         window.index += 1
         if self.discarding:
             self.live -= len(window.buffer)
@@ -266,6 +279,13 @@ class PaneWalker(PaneWalkBase):
         panes, self.batch, self.batch_rows = self.batch, [], 0
         if panes:
             self.ready.append(run_batch(self, panes))
+        self.batch_oldest = None
+
+    def _oldest_row(self) -> int:
+        oldest = [w.buffer[0] for w in self.windows.values() if w.buffer]
+        if self.batch_oldest is not None:
+            oldest.append(self.batch_oldest)
+        return min(oldest, default=self.next_row)
 
     def _element(self, window: PaneWindow, b: int, sub: int, ts: int) -> None:
         """The counters of ``window`` after one of its elements arrived in bundle ``b``."""
@@ -308,12 +328,13 @@ class PaneWalker(PaneWalkBase):
         yield from self.ready
         yield self.flush()
 
-    def _row(self, row: dict, i: int, b: int, cols: list, raw_cols: list,
+    def _row(self, row: dict | None, i: int, b: int, cols: list, raw_cols: list,
              extra: list) -> None:
         """One (element, window) row: into its window's pane, then the window's counters."""
         starts, subs, ts_col = extra
         window = self._window(starts[i])
-        window.buffer.append(TimestampedValue(row, ts_col[i]))
+        window.buffer.append(self.row_base + i if row is None
+                             else TimestampedValue(row, ts_col[i]))
         self.live += 1
         if self.live > self.config.max_key_state:
             raise key_state_limit(self.key, self.live, self.config.max_key_state)
