@@ -39,8 +39,8 @@ class ElementsSeen(wl.BatchWindowFunction):
 
 
 def _rows():
-    """40 keys, in-order elements with a few late ones, over four hourly bundles; ``note``
-    is null on every fifth row."""
+    """40 keys, in-order elements with a few late ones, over four hourly bundles; the last
+    column (named with a dot and a backquote) is null on every fifth row."""
     rows = []
     for k in range(40):
         for t in range(0, 90, 3):
@@ -53,7 +53,7 @@ def _rows():
 
 def _frame(spark):
     return spark.createDataFrame(_rows(), "key string, ts long, value long, hour int, "
-                                          "note string")
+                                          "`n.o``te` string")
 
 
 PIPELINES = {
@@ -89,6 +89,7 @@ def test_a_batch_function_gets_the_same_rows_on_the_pane_path_as_on_the_general_
     assert got["panes"] == got["general"]
     assert len(got["panes"]) > 100
     assert sum(r[-1] for r in got["panes"]) > 1000      # n: the panes' elements
+    assert "('n.o`te', 'n3')" in "".join(str(r) for r in got["panes"])
 
 
 def test_the_pane_walker_lets_go_of_input_batches_no_pane_holds(spark, monkeypatch):

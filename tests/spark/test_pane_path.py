@@ -306,11 +306,14 @@ def test_a_reserved_result_column_on_the_pane_path_is_result_column_conflict(spa
     assert "'pane_index'" in str(err.value) and "Traceback" not in str(err.value)
 
 
-def test_a_key_above_max_key_state_on_the_pane_path_is_key_state_limit(spark):
+@pytest.mark.parametrize("kind", ["process", "batch"])
+def test_a_key_above_max_key_state_on_the_pane_path_is_key_state_limit(spark, kind):
     df = _frame(spark, [("a", t, 1, 0) for t in range(9)])
+    p = _pipeline(Boom()) if kind == "process" else (
+        wl.Pipeline("limit", timestamp="ts").key_by("key")
+        .window(wl.TumblingEventTimeWindows.of(100)).process_panes(strategies.PaneStats()))
     with pytest.raises(wl.ExecutionError) as err:
-        run_dataframe(_pipeline(Boom()), df, "hour", finalize=True, path="panes",
-                      max_key_state=5)
+        run_dataframe(p, df, "hour", finalize=True, path="panes", max_key_state=5)
     assert err.value.code == "KEY_STATE_LIMIT"
     assert "'a'" in str(err.value)
 
