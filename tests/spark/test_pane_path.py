@@ -342,11 +342,16 @@ def test_a_batch_function_on_the_pane_path_equals_the_general_path(spark):
     assert got["panes"] == got["general"] and len(got["panes"]) > 20
 
 
-def test_a_failing_batch_function_on_the_pane_path_is_function_failed(spark):
-    p = (wl.Pipeline("boom", timestamp="ts").key_by("key")
-         .window(wl.TumblingEventTimeWindows.of(10)).process_panes(BatchBoom()))
+@pytest.mark.parametrize(("shape", "names"), [("tumbling", "key 'a', window [0, 10)"),
+                                              ("count", "key 'a', the global window")])
+def test_a_failing_batch_function_on_the_pane_path_is_function_failed(spark, shape, names):
+    p = wl.Pipeline("boom", timestamp="ts").key_by("key")
+    p = p.window(wl.TumblingEventTimeWindows.of(10)) if shape == "tumbling" \
+        else p.count_window(1)
     with pytest.raises(wl.ExecutionError) as err:
-        run_dataframe(p, _frame(spark, [("a", 1, 1, 0)]), "hour", finalize=True, path="panes")
+        run_dataframe(p.process_panes(BatchBoom()), _frame(spark, [("a", 1, 1, 0)]), "hour",
+                      finalize=True, path="panes")
     assert err.value.code == "FUNCTION_FAILED"
     assert "BatchBoom" in str(err.value) and "ZeroDivisionError" in str(err.value)
+    assert names in str(err.value)
     assert "Traceback" not in str(err.value)

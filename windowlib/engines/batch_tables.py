@@ -42,9 +42,10 @@ def panes_table(columns: dict[str, list], element_fields: Sequence[Any] | None) 
 
 
 def arrow_panes_table(per_pane: dict[str, list], lengths: Sequence[int], elements: Any) -> Any:
-    """The same table from Arrow elements: ``per_pane`` (``core.batch.pane_values``) holds
-    one value per pane, ``lengths`` each pane's number of elements, and ``elements`` (a
-    ``pyarrow.Table``) the panes' elements one after another."""
+    """The same table from Arrow elements: ``per_pane`` holds one value per pane for each
+    of ``META_COLUMNS`` (``pane_id``: the pane's position), ``lengths`` each pane's number
+    of elements, and ``elements`` (a ``pyarrow.Table``) the panes' elements one after
+    another."""
     import numpy as np
     import pyarrow as pa
 

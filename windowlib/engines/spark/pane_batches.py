@@ -59,11 +59,12 @@ def run_batch(walker: Any, panes: list[tuple]) -> Any:
         raise
     except Exception as exc:
         first = dict(zip(QUEUED, panes[0]))
+        window = "the global window" if first["window_start"] is None else \
+            f"window [{first['window_start']}, {first['window_end']})"
         raise ExecutionError(
             f"{function_name(fn)}.process_panes failed for a batch of {len(panes)} panes "
-            f"(the first: key {first['key_arg']!r}, window [{first['window_start']}, "
-            f"{first['window_end']})): {type(exc).__name__}: {exc}",
-            code="FUNCTION_FAILED") from exc
+            f"(the first: key {first['key_arg']!r}, {window}): "
+            f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
     return batch_firings(walker, queued, output)
 
 
