@@ -69,6 +69,12 @@ PIPELINES = {
                  .with_early_trigger(wl.CountTrigger.at_least(3)).discarding())
         .allowed_lateness(30)),
     "count windows": lambda p: p.count_window(4),
+    # behind an evictor the panes stay Python values (the evictor reads them)
+    "tumbling, early counts, count evictor": lambda p: (
+        p.window(wl.TumblingEventTimeWindows.of(20))
+        .trigger(wl.EventTimeTrigger.after_end_of_window()
+                 .with_early_trigger(wl.CountTrigger.at_least(3)))
+        .evictor(wl.CountEvictor.of(2)).allowed_lateness(30)),
 }
 
 

@@ -1,6 +1,7 @@
 """The Arrow table a ``BatchWindowFunction`` gets (``core/batch.py`` builds the columns in
-plain Python; this module, outside the core, turns them into a ``pyarrow.Table``; on the pane
-path the elements are Arrow rows already and only the pane columns are built).
+plain Python; this module, outside the core, turns them into a ``pyarrow.Table``). On the pane
+path the elements come as one Arrow table — input rows, or ``elements_table`` of Python values
+behind an evictor — and ``arrow_panes_table`` adds the pane columns.
 
 Pane columns have fixed types (``pane_id``/``window_start``/``window_end``/``pane_index``
 int64, ``timing`` string, ``is_final`` bool); element columns take the input's Arrow types
@@ -16,12 +17,20 @@ from typing import Any
 from windowlib.core.batch import META_COLUMNS
 from windowlib.core.errors import ExecutionError
 
-__all__ = ["arrow_panes_table", "panes_table"]
+__all__ = ["arrow_panes_table", "elements_table", "panes_table"]
 
 
 def _meta_types(pa: Any) -> dict[str, Any]:
     return dict(zip(META_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(),
                                    pa.string(), pa.bool_())))
+
+
+def _column(pa: Any, name: str, values: list, arrow_type: Any) -> Any:
+    try:
+        return pa.array(values, type=arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
+        raise ExecutionError(f"the elements' column {name!r} cannot be an Arrow column "
+                             f"for process_panes ({exc})", code="FUNCTION_FAILED") from None
 
 
 def panes_table(columns: dict[str, list], element_fields: Sequence[Any] | None) -> Any:
@@ -31,18 +40,22 @@ def panes_table(columns: dict[str, list], element_fields: Sequence[Any] | None) 
 
     fixed = _meta_types(pa)
     given = {f.name: f.type for f in element_fields or ()}
-    arrays = {}
-    for name, values in columns.items():
-        try:
-            arrays[name] = pa.array(values, type=fixed.get(name, given.get(name)))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
-            raise ExecutionError(f"the elements' column {name!r} cannot be an Arrow column "
-                                 f"for process_panes ({exc})", code="FUNCTION_FAILED") from None
-    return pa.table(arrays)
+    return pa.table({name: _column(pa, name, values, fixed.get(name, given.get(name)))
+                     for name, values in columns.items()})
+
+
+def elements_table(rows: Sequence[dict], element_fields: Sequence[Any]) -> Any:
+    """Element rows (Python values; an absent field is null) as the ``pyarrow.Table`` of
+    ``element_fields``, for ``arrow_panes_table``."""
+    import pyarrow as pa
+
+    return pa.table({f.name: _column(pa, f.name, [row.get(f.name) for row in rows], f.type)
+                     for f in element_fields})
 
 
 def arrow_panes_table(per_pane: dict[str, list], lengths: Sequence[int], elements: Any) -> Any:
-    """The same table from Arrow elements: ``per_pane`` holds one value per pane for each
+    """The same table from elements already in Arrow (input rows, or ``elements_table``):
+    ``per_pane`` holds one value per pane for each
     of ``META_COLUMNS`` (``pane_id``: the pane's position), ``lengths`` each pane's number
     of elements, and ``elements`` (a ``pyarrow.Table``) the panes' elements one after
     another."""

@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from windowlib.core.batch import META_COLUMNS, PANE_ID, panes_columns
+from windowlib.core.batch import META_COLUMNS, PANE_ID
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import function_name
 from windowlib.core.time import finite_ms
-from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
-from windowlib.engines.batch_tables import arrow_panes_table, panes_table
+from windowlib.engines.batch_tables import arrow_panes_table, elements_table
 from windowlib.engines.spark.columns import KIND, PHASE, SUB, B, N
 
 __all__ = ["QUEUED", "batch_firings", "run_batch"]
@@ -39,20 +38,17 @@ def run_batch(walker: Any, panes: list[tuple]) -> Any:
     and window."""
     fn = walker.runner.spec.fn
     queued = dict(zip(QUEUED, zip(*panes)))
-    pane_columns = [queued[name] for name in META_COLUMNS[1:]]
     elements = queued["elements"]
+    lengths = [len(e) for e in elements]
     if walker.arrow_elements:       # the panes hold input row numbers
-        lengths = [len(e) for e in elements]
         rows = np.fromiter(chain.from_iterable(elements), np.int64, sum(lengths))
-        table = arrow_panes_table(dict(zip(META_COLUMNS, (range(len(panes)), *pane_columns))),
-                                  lengths, walker.element_rows(rows))
-    else:
-        columns = walker.config.user_columns
-        fields = [walker.naive_schema.field(c) for c in columns]
-        windows = [GLOBAL_WINDOW if start is None else TimeWindow(start, end)
-                   for start, end in zip(queued["window_start"], queued["window_end"])]
-        table = panes_table(panes_columns(list(zip(windows, *pane_columns[2:], elements)),
-                                          columns), fields)
+        element_table = walker.element_rows(rows)
+    else:      # behind an evictor (what it left) or harness JSON columns: Python values
+        element_table = elements_table(
+            [e.value for e in chain.from_iterable(elements)],
+            [walker.naive_schema.field(c) for c in walker.config.user_columns])
+    per_pane = {PANE_ID: range(len(panes)), **{c: queued[c] for c in META_COLUMNS[1:]}}
+    table = arrow_panes_table(per_pane, lengths, element_table)
     try:
         output = fn.process_panes(table)
     except WindowlibError:
