@@ -107,10 +107,9 @@ class PaneWalker(PaneWalkBase):
         self.runner = FunctionRunner(self.logic.runner.spec, buffered=True)
         self.evictor = self.logic.evictor
         self.batching = self.runner.spec.kind == "batch"
-        # a batch function reads its panes' metadata from the table: a context is built
-        # only for an evictor
-        self.uses_context = self.evictor is not None or (
-            self.runner.uses_context and not self.batching)
+        # a Context per firing (a batch function's firings, queued before one is built, get
+        # one only for their evictor)
+        self.uses_context = self.runner.uses_context or self.evictor is not None
         self.windows: dict[int, PaneWindow] = {}
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
