@@ -57,6 +57,47 @@ def test_a_warm_small_native_run_launches_at_most_four_spark_jobs(spark, tmp_pat
     assert counts[-1].jobs <= MAX_JOBS, counts[-1].stages
 
 
+def test_a_small_run_reads_and_writes_with_one_task_per_core_at_most(spark, tmp_path):
+    """A small run's outputs are a few thousand rows: every writer task pays a Python worker
+    round trip and writes a file per output, so a small run writes each output with at most
+    one task per core (``defaultParallelism``). Its new rows stay in the tasks that read them
+    (a shuffle spreading one file over more tasks first costs more than it spreads). Before:
+    4 writer tasks (twice the cores) and the hour's file shuffled over 4 tasks."""
+    from windowlib.runs.protocol import CommitDetails
+
+    rng = random.Random(61)
+    for hour in range(3):
+        write_partition(tmp_path / "events", hour, [
+            (f"k{rng.randint(0, 400)}", T0 + dt.timedelta(hours=hour,
+                                                          minutes=rng.randint(-150, 59)),
+             rng.randint(1, 9)) for _ in range(800)])
+    where = locations(tmp_path, "tasks")
+    cores, partitions = spark.sparkContext.defaultParallelism, 4     # the local default
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))  # (the tests' session: 1)
+    try:
+        for hour in range(3):
+            value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+            with spark_jobs(spark) as jobs:
+                summary = run_incremental(
+                    native_pipeline("clicks_tasks"), partitions=(value, value), spark=spark,
+                    path="native", watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    assert summary.status == "published" and summary.inputs == 800
+    frames = CommitDetails.of(open_checkpoint(native_pipeline("clicks_tasks"),
+                                              where["checkpoint"]).latest().extra).frames
+    written = {name: len(frames[name]["files"]) for name in ("firings", "state")}
+    assert summary.firings > 100 and summary.state_rows > 100
+    assert 1 <= max(written.values()) <= cores, written
+    # the run's one job: its last stage (the writer) has one task per core at most, and no
+    # stage spreads the hour's one file over more tasks first (before: tasks [1, 4, 4, 1, 4,
+    # 4]); the bound leaves room for two shuffle stages by window
+    assert jobs.jobs == 1, jobs.stages
+    assert jobs.tasks[0][-1] <= cores, jobs.tasks
+    assert sum(jobs.tasks[0]) <= 2 + 2 * partitions + cores, jobs.tasks
+
+
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 

@@ -135,7 +135,12 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
     from windowlib.engines.spark.session import get_or_create_session
     from windowlib.runs.frames import io_parallelism, read_frame
-    from windowlib.runs.run_outputs import small_run, stage_outputs
+    from windowlib.runs.run_outputs import (
+        is_small_run,
+        small_run,
+        small_writer_tasks,
+        stage_outputs,
+    )
     from windowlib.runs.source import CORRUPT_COLUMN, ERROR_COLUMN
 
     say = progress or (lambda _m: None)
@@ -160,14 +165,16 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
                              persist=False, **options)
     rows_schema = frame.drop(ERROR_COLUMN, CORRUPT_COLUMN).schema
     chosen, _ = executor.choose(pipeline, rows_schema, prior)
+    rows_in_run = stats.rows + state_rows(parent) if stats is not None else None
+    small = is_small_run(rows_in_run)
     target = io_parallelism(spark, 1 << 30)
-    if chosen == "native" and len(files) < target:
+    if chosen == "native" and len(files) < target and not small:
         # a task reads whole files: with fewer files than cores, spread the rows before the
-        # native plan's row stages (the general path shuffles by key anyway)
+        # native plan's row stages (the general path shuffles by key anyway); a small run's
+        # rows stay where they are read (the shuffle would cost more than it spreads)
         frame = frame.repartition(target)
     scope = contextlib.ExitStack()     # a small run: one job (run_outputs.small_run)
-    scope.enter_context(small_run(spark, stats.rows + state_rows(parent)
-                                  if stats is not None else None))
+    scope.enter_context(small_run(spark, rows_in_run))
     try:
         frame = frame.persist()    # the bundle plan (no footers), engine, source rejects
         rows = frame.filter(F.col(ERROR_COLUMN).isNull() & F.col(CORRUPT_COLUMN).isNull()) \
@@ -186,7 +193,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
                 return run, staging, stage_outputs(
                     run.outputs, frame, pipeline.timestamp,
                     {name: staging.uri(name) for name in STAGED}, settings=settings,
-                    token=staging.token)
+                    token=staging.token, tasks=small_writer_tasks(spark) if small else None)
             except BaseException:
                 staging.abort()
                 raise

@@ -15,12 +15,14 @@ counts — no separate counting job:
 - ``lateness_histogram``: late rows by how far behind the watermark they were
   (``runs/lateness.py``).
 
-A small run (``SMALL_RUN_ROWS``: new input rows plus saved state rows) is planned and written
-with adaptive query execution off and at most ``frames.io_parallelism`` shuffle partitions
-(``small_run``: ``session.scoped_conf`` around the run): adaptive execution submits every
-shuffle and broadcast stage as a job of its own, and each job pays Spark's scheduling latency,
-which dominates an hourly run; its gains (coalescing partitions by size, skew splits) need
-data. Results do not change.
+A small run (``SMALL_RUN_ROWS``: new input rows plus saved state rows; ``is_small_run``) is
+planned and written with adaptive query execution off and at most ``frames.io_parallelism``
+shuffle partitions (``small_run``: ``session.scoped_conf`` around the run): adaptive execution
+submits every shuffle and broadcast stage as a job of its own, and each job pays Spark's
+scheduling latency, which dominates an hourly run; its gains (coalescing partitions by size,
+skew splits) need data. It writes with one task per core (``small_writer_tasks``; a large run:
+``routing.writer_tasks``): every writer task pays a Python worker round trip and a file per
+output, which a few thousand rows do not repay. Results do not change.
 
 Nothing here knows an engine's internals: every column comes from the parts.
 """
@@ -44,7 +46,8 @@ from windowlib.runs.routing import (
 )
 from windowlib.state.s3config import S3Settings
 
-__all__ = ["SMALL_RUN_ROWS", "StagedOutputs", "routed_frame", "small_run", "stage_outputs"]
+__all__ = ["SMALL_RUN_ROWS", "StagedOutputs", "is_small_run", "routed_frame", "small_run",
+           "small_writer_tasks", "stage_outputs"]
 
 # counted, not written (user columns never start with ``__wl_``)
 _ORIGIN, _FILE, _ERROR, _BUCKET = "__wl_origin", "__wl_bad_file", "__wl_bad_error", "__wl_bucket"
@@ -173,9 +176,10 @@ def _schemas(routed: Any, written: dict[str, list[str]]) -> dict[str, Any]:
 
 def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
                   uris: dict[str, str], *, settings: S3Settings | None = None,
-                  token: str | None = None) -> StagedOutputs:
+                  token: str | None = None, tasks: int | None = None) -> StagedOutputs:
     """Write every output of a run (``uris``: output name -> staging location, ``state``
-    included) in one Spark job and return their ``FrameInfo`` and figures."""
+    included) in one Spark job and return their ``FrameInfo`` and figures. ``tasks``: the
+    writer tasks (``routing.write_routed``; ``small_writer_tasks`` for a small run)."""
     from windowlib.engines.spark.errors import reraise
 
     routed, written, schemas = routed_frame(outputs, source_frame, timestamp)
@@ -197,10 +201,25 @@ def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
         "stats": OutputSpec(None, total="processed"),
     }
     try:
-        done = write_routed(routed, specs, settings=settings, token=token)
+        done = write_routed(routed, specs, settings=settings, token=token, tasks=tasks)
     except Exception as exc:   # a user function failing in the walker, KEY_STATE_LIMIT...
         reraise(exc)
     return _figures(done, schemas, bool(late_by), retracting)
+
+
+def is_small_run(rows: int | None) -> bool:
+    """Whether a run of ``rows`` (new input plus saved state rows, ``None`` if unknown) is
+    small (see the module docstring)."""
+    return rows is not None and rows <= SMALL_RUN_ROWS
+
+
+def small_writer_tasks(spark: Any) -> int:
+    """A small run's writer tasks: one per core (``defaultParallelism``; 2 when unknown, e.g.
+    over Spark Connect)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:       # Spark Connect: no SparkContext on the client
+        return 2
 
 
 def small_run(spark: Any, rows: int | None) -> Any:
@@ -214,7 +233,7 @@ def small_run(spark: Any, rows: int | None) -> Any:
     from windowlib.runs.frames import io_parallelism
     from windowlib.runs.routing import writer_tasks
 
-    if rows is None or rows > SMALL_RUN_ROWS:
+    if not is_small_run(rows):
         return contextlib.nullcontext(False)
     settings = {"spark.sql.adaptive.enabled": "false"}
     cap = io_parallelism(spark, 1 << 30)

@@ -28,11 +28,14 @@ _PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interrup
 @dataclass
 class JobCount:
     """The jobs of one ``spark_jobs`` block: ``jobs`` (``None`` when they cannot be counted)
-    and, per job, the names of its stages (call sites: where a job comes from)."""
+    and, per job, the names of its stages (call sites: where a job comes from) and each
+    stage's task count (``tasks``; 0 for a stage the tracker no longer knows), in stage id
+    order (a job's result stage, e.g. its writer, comes last)."""
 
     group: str
     jobs: int | None = None
     stages: list[list[str]] = field(default_factory=list)
+    tasks: list[list[int]] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -54,10 +57,12 @@ def spark_jobs(spark: Any, label: str = "windowlib") -> Iterator[JobCount]:
         count.jobs = len(ids)
         for job in ids:
             info = tracker.getJobInfo(job)
-            names = []
-            for stage in (info.stageIds if info is not None else []):
+            names, tasks = [], []
+            for stage in sorted(info.stageIds if info is not None else []):
                 stage_info = tracker.getStageInfo(stage)
                 names.append(stage_info.name if stage_info is not None else "?")
+                tasks.append(stage_info.numTasks if stage_info is not None else 0)
             count.stages.append(names)
+            count.tasks.append(tasks)
         for name, value in previous.items():
             sc.setLocalProperty(name, value)
