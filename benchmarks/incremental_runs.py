@@ -7,9 +7,9 @@ warm session:
 - windowlib: one ``run_incremental`` per hourly partition (checkpoint and outputs on
   ``file://``): tumbling 5 min, sum + count + max, default trigger, 1 h allowed lateness,
   ``BoundedOutOfOrderness(10 min)``, no GX gate (its cost is measured separately by the
-  DAGs). Prints each run's time, Spark job count (per-job scheduling latency is what a small
-  run pays most) and state size, then run N / run 1 (goal ≤ 1.2x: cost follows new data plus
-  live state, not history).
+  DAGs). Prints each run's time, Spark job and task counts (per-job and per-task scheduling
+  latency is what a small run pays most) and state size, then run N / run 1 (goal ≤ 1.2x:
+  cost follows new data plus live state, not history).
 - Structured Streaming with ``trigger(availableNow=True)``, ``withWatermark('ts', '70 minutes')``
   (10 min out-of-orderness + 1 h lateness) and a file checkpoint, the hour's partition added to
   the stream's input before each run. Prints the per-run median ratio windowlib / SSS (goal ≤
@@ -69,8 +69,9 @@ def windowlib_runs(spark, data: str, work: str, hours: list[str]) -> tuple[list,
             times.append(time.perf_counter() - start)
         summaries.append(summary)
         jobs.append(count.jobs)
-        print(f"  windowlib {hour}: {times[-1]:6.2f} s  {jobs[-1]} Spark jobs  inputs "
-              f"{summary.inputs:>8}  late {summary.late:>6}  firings {summary.firings:>7}  "
+        tasks = sum(map(sum, count.tasks))
+        print(f"  windowlib {hour}: {times[-1]:6.2f} s  {jobs[-1]} Spark jobs ({tasks} tasks)  "
+              f"inputs {summary.inputs:>8}  late {summary.late:>6}  firings {summary.firings:>7}  "
               f"state {summary.state_rows} keys / {summary.state_bytes / 1e6:.1f} MB",
               flush=True)
     return times, summaries, jobs
