@@ -59,21 +59,24 @@ def use_spark_io(spark: Any, loc: Uri, io: str = "auto") -> bool:
         return False
 
 
+def cores(spark: Any) -> int:
+    """The cluster's cores: Spark's ``defaultParallelism`` (4 when unknown, e.g. over Spark
+    Connect, where the client has no SparkContext)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:
+        return 4
+
+
 def io_parallelism(spark: Any, n_items: int, parallelism: int | None = None) -> int:
     """Tasks for ``n_items`` files: explicit, else the ``spark.windowlib.io.parallelism`` conf,
-    else the cluster's default parallelism (8 when unknown, e.g. over Spark Connect)."""
+    else twice the cluster's ``cores`` (I/O waits)."""
     if parallelism is None:
         try:
             conf = spark.conf.get(PARALLELISM_CONF, None)
         except Exception:   # pragma: no cover
             conf = None
-        if conf:
-            parallelism = int(conf)
-        else:
-            try:
-                parallelism = int(spark.sparkContext.defaultParallelism) * 2
-            except Exception:
-                parallelism = 8
+        parallelism = int(conf) if conf else 2 * cores(spark)
     return max(1, min(n_items, parallelism))
 
 

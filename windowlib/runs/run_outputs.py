@@ -214,12 +214,10 @@ def is_small_run(rows: int | None) -> bool:
 
 
 def small_writer_tasks(spark: Any) -> int:
-    """A small run's writer tasks: one per core (``defaultParallelism``; 2 when unknown, e.g.
-    over Spark Connect)."""
-    try:
-        return max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:       # Spark Connect: no SparkContext on the client
-        return 2
+    """A small run's writer tasks: one per core (``frames.cores``)."""
+    from windowlib.runs.frames import cores
+
+    return cores(spark)
 
 
 def small_run(spark: Any, rows: int | None) -> Any:
