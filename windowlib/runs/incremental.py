@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from windowlib.core.errors import DefinitionError, StateError
@@ -45,6 +44,7 @@ from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunSt
 from windowlib.runs.run_inputs import input_schema, prior_state, state_rows, with_footer_rows
 from windowlib.runs.schemas import read_footers
 from windowlib.runs.source import PartitionedSource, SourceFile
+from windowlib.runs.staged import StagedRun, restore_staged
 from windowlib.runs.summary import RunSummary, iso_ms
 from windowlib.runs.tables import sync_tables
 from windowlib.state.checkpoint import CheckpointStore, Commit, Staging
@@ -91,30 +91,6 @@ def plan_run(pipeline: Pipeline, source: PartitionedSource, checkpoint: str | Ch
             bundles.append(PlannedBundle(part.value, part.processing_time_ms, tuple(new)))
     return RunPlan(pipeline.name, run_id or new_run_id(),
                    parent.version if parent else None, tuple(bundles))
-
-
-@dataclass
-class StagedRun:
-    """A staged, unpublished run: where its files are, the commit it will make, its summary
-    so far and (in the staging process) the staged firings for the audit."""
-
-    staging: Staging
-    summary: RunSummary
-    record: RunRecord
-    firings: Any = None
-
-    @property
-    def details(self) -> CommitDetails:
-        return CommitDetails.of(self.record.extra)
-
-    def ref(self) -> dict[str, Any]:
-        """Small JSON that the audit and ``publish_run`` need in another process (the staged
-        firings' files included; the commit itself stays in ``pending.json``)."""
-        s = self.staging
-        return {"version": s.version, "generation": s.generation, "run_id": s.run_id,
-                "token": s.token, "parent_version": s.parent.version if s.parent else None,
-                "names": sorted(s.names), "summary": self.summary.to_dict(),
-                "firings": self.details.frames.get("firings")}
 
 
 def stage_run(pipeline: Pipeline, source: PartitionedSource,
@@ -397,19 +373,3 @@ def _rebuild(pipeline: Pipeline, source: PartitionedSource, main: CheckpointStor
     summary.tables = sync_tables(main, settings=options["settings"])
     summary.status = RunStatus.REBUILD_PUBLISHED
     return summary
-
-
-# --- a staged run across processes ------------------------------------------------------------
-
-def restore_staged(cs: CheckpointStore, ref: dict[str, Any]) -> StagedRun:
-    """The ``StagedRun`` of ``ref`` (``StagedRun.ref()``) from its ``pending.json``."""
-    parent = cs.get(ref["parent_version"]) if ref.get("parent_version") else None
-    staging = Staging(cs, int(ref["version"]), int(ref["generation"]), ref["run_id"],
-                      ref["token"], parent, names=set(ref["names"]))
-    pending = cs.pipeline_store.read_bytes(f"{staging.key}/pending.json")
-    if pending is None:
-        raise StateError(f"staged run {ref['run_id']} (version {ref['version']}) is gone: it "
-                         "was published, aborted or garbage-collected; run again",
-                         code="STAGING_MISSING")
-    record = RunRecord.from_dict(json.loads(pending)["record"])
-    return StagedRun(staging, RunSummary.from_dict(ref["summary"]), record)
