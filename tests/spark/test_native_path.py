@@ -3,8 +3,9 @@
 Differential tests over random bundles with out-of-order, late, dropped and rejected data
 (firings per key and window in order, late records and rejects), targeted cases for negative
 timestamps and offsets, sliding windows, each aggregate and each accumulation mode, the public
-frames of ``run_dataframe`` on both paths (same schema and rows), and the planner (every
-fallback reason)."""
+frames of ``run_dataframe`` on both paths (same schema and rows), the planner (every
+fallback reason), and both shapes of the default trigger's firings (``native_default``: the
+plain aggregate plus a late-only scan, and the shared scan)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ import windowlib as wl
 from windowlib import aggregates as agg
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.jobs import spark_jobs
+from windowlib.engines.spark.native import prepare_native
+from windowlib.engines.spark.native_default import SHARED_SCAN_CONF
 from windowlib.engines.spark.planner import plan_path
+from windowlib.engines.spark.session import scoped_conf
 from windowlib.engines.spark.testing import run_bundles_on_spark
 from windowlib.testing import Bundle, run_bundles
 
@@ -99,23 +103,33 @@ EXAMPLES = int(os.environ.get("WINDOWLIB_NATIVE_EXAMPLES", "5"))
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), assigner=st.sampled_from(ASSIGNERS),
        lateness=st.sampled_from([0, 15, 40]), mode=st.sampled_from(MODES),
-       finalize=st.booleans(), explicit=st.booleans(), n_bundles=st.integers(1, 4))
+       finalize=st.booleans(), explicit=st.booleans(), n_bundles=st.integers(1, 4),
+       shared=st.booleans())
 def test_native_equals_reference_on_random_bundles(spark, seed, assigner, lateness, mode,
-                                                    finalize, explicit, n_bundles):
+                                                    finalize, explicit, n_bundles, shared):
     p = pipeline(assigner, lateness, mode)
     bundles = random_bundles(random.Random(seed), n_bundles, explicit)
     strategy = None if explicit else wl.BoundedOutOfOrderness(10)
-    assert_same(p, bundles, finalize=finalize, watermark=strategy)
+    with shape(spark, shared):
+        assert_same(p, bundles, finalize=finalize, watermark=strategy)
 
 
-def test_native_equals_general_and_reference_with_late_firings(spark):
+def shape(spark, shared: bool):
+    """The block runs the default trigger's firings in the shared-scan shape or the plain
+    one (forced: small test frames carry no footer estimate, so "auto" picks the plain)."""
+    return scoped_conf(spark, {SHARED_SCAN_CONF: "true" if shared else "false"})
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["plain", "shared_scan"])
+def test_native_equals_general_and_reference_with_late_firings(spark, shared):
     rng = random.Random(7)
     bundles = random_bundles(rng, 5, explicit_watermarks=True)
     bundles.append(Bundle(elements=[{"k": "a", "ts": t, "v": t % 4} for t in (1, 5, 33, 2)],
                           watermark=400))
     for mode in MODES:
         p = pipeline(wl.SlidingEventTimeWindows.of(30, 10), 200, mode)
-        want = assert_same(p, bundles, finalize=True, general=True)
+        with shape(spark, shared):
+            want = assert_same(p, bundles, finalize=True, general=not shared)
         assert any(f["timing"] == "LATE" for f in want)
 
 
@@ -129,7 +143,8 @@ def test_negative_timestamps_and_offsets_align_like_flink(spark):
         assert any(f["window_start"] < 0 for f in want)
 
 
-def test_each_aggregate_in_each_mode_with_late_elements(spark):
+@pytest.mark.parametrize("shared", [False, True], ids=["plain", "shared_scan"])
+def test_each_aggregate_in_each_mode_with_late_elements(spark, shared):
     bundles = [Bundle(elements=[{"k": "a", "ts": 5, "v": 3}, {"k": "a", "ts": 2, "v": 3},
                                 {"k": "b", "ts": 7, "v": None}], watermark=30),
                Bundle(elements=[{"k": "a", "ts": 2, "v": 8}, {"k": "a", "ts": 9, "v": -1},
@@ -138,7 +153,8 @@ def test_each_aggregate_in_each_mode_with_late_elements(spark):
                Bundle(elements=[{"k": "a", "ts": 0, "v": 2}], watermark=60)]
     for mode in MODES:   # ALL_AGGS: every aggregate, compared column by column
         p = pipeline(wl.TumblingEventTimeWindows.of(10), 40, mode)
-        want = assert_same(p, bundles)
+        with shape(spark, shared):
+            want = assert_same(p, bundles)
         assert [f["timing"] for f in want if f["k"] == "a" and not f.get("retract")] == \
             ["ON_TIME", "LATE", "LATE", "LATE", "LATE"]
 
@@ -176,10 +192,12 @@ def test_count_triggers_in_every_mode_equal_general_and_reference(spark):
             assert {"EARLY", "LATE"} & {f["timing"] for f in want}
 
 
-def test_window_all_and_the_dsl_end_of_window_trigger(spark):
+@pytest.mark.parametrize("shared", [False, True], ids=["plain", "shared_scan"])
+def test_window_all_and_the_dsl_end_of_window_trigger(spark, shared):
     bundles = random_bundles(random.Random(3), 4, explicit_watermarks=True)
-    assert_same(pipeline(wl.TumblingEventTimeWindows.of(20), 30, keyed=False), bundles,
-                finalize=True)
+    with shape(spark, shared):
+        assert_same(pipeline(wl.TumblingEventTimeWindows.of(20), 30, keyed=False), bundles,
+                    finalize=True)
     assert_same(pipeline(wl.TumblingEventTimeWindows.of(20), 30,
                          trigger=wl.EventTimeTrigger.after_end_of_window()), bundles)
 
@@ -323,8 +341,10 @@ def test_default_trigger_plan_is_a_plain_aggregate_plus_a_late_only_branch(spark
                                  (wl.SlidingEventTimeWindows.of(30, 10), MODES[2], fixed),
                                  (wl.TumblingEventTimeWindows.of(20), MODES[1], ALL_AGGS)):
         p = pipeline(assigner, 50, mode, aggs=aggs)
-        result = run_dataframe(p, df, arrival="arrival", watermark=wl.BoundedOutOfOrderness(5),
-                               finalize=True, path="native")
+        with shape(spark, False):
+            result = run_dataframe(p, df, arrival="arrival",
+                                   watermark=wl.BoundedOutOfOrderness(5), finalize=True,
+                                   path="native")
         capsys.readouterr()
         result.firings.explain()
         plan = capsys.readouterr().out
@@ -352,3 +372,61 @@ def test_default_trigger_plan_is_a_plain_aggregate_plus_a_late_only_branch(spark
             result.firings.write.format("noop").mode("overwrite").save()
         assert jobs.jobs is not None and jobs.jobs <= 4, jobs.stages
         assert result.firings.count() > 0
+
+
+def _hourly_input(spark, root, keys_per_hour, rows_per_hour=400, hours=4):
+    """Hourly arrival partitions written by Spark (as a lake's files usually are): event times
+    spread over each hour, one row in ten from the hour before (late after the first hour);
+    up to ``keys_per_hour`` distinct keys each hour."""
+    rng = random.Random(keys_per_hour)
+    hour = 3_600_000
+    rows = [(f"user{rng.randrange(keys_per_hour):06d}",
+             (h - (h > 0 and rng.random() < 0.1)) * hour + rng.randrange(hour),
+             rng.randrange(100), f"2024-03-01T{h:02d}")
+            for h in range(hours) for _ in range(rows_per_hour)]
+    spark.createDataFrame(rows, "k string, ts long, v long, arrival string") \
+        .repartition("arrival").write.partitionBy("arrival").parquet(str(root))
+    return spark.read.parquet(str(root))
+
+
+def test_auto_shares_the_scan_for_sparse_keys_and_not_for_dense_ones(spark, tmp_path):
+    """The footers' key estimate decides (``prefers_shared_scan``): ~1 element per key and
+    window shares the scan, ~30 per key and window does not."""
+    p = pipeline(wl.TumblingEventTimeWindows.of(300_000), 600_000,
+                 aggs=(agg.sum("v").alias("total"),))
+    for keys, expected in ((100_000, True), (1, False)):
+        df = _hourly_input(spark, tmp_path / f"k{keys}", keys)
+        with scoped_conf(spark, {SHARED_SCAN_CONF: "auto"}):
+            inputs = prepare_native(p, df, "arrival", watermark=wl.BoundedOutOfOrderness(5))
+        assert inputs.plan_source == "parquet footers"
+        assert inputs.parts.shared_scan is expected, keys
+
+
+def test_the_shared_scan_reads_the_input_once(spark, tmp_path):
+    """Structural (not timed): in the shared-scan shape both branches read ONE exchange of
+    the kept rows by window (``ReusedExchange`` in the executed plan), so the input is scanned
+    once; the main aggregate, the late rows' window functions and the join add no exchange;
+    the firings equal the plain shape's."""
+    df = _hourly_input(spark, tmp_path / "in", 100_000)
+    p = pipeline(wl.TumblingEventTimeWindows.of(300_000), 3_600_000,
+                 aggs=(agg.sum("v").alias("total"), agg.count()))
+    runs = {}
+    for shared in (False, True):
+        with shape(spark, shared):
+            result = run_dataframe(p, df, arrival="arrival", watermark=wl.BoundedOutOfOrderness(5),
+                                   finalize=True, path="native")
+            runs[shared] = sorted((r.asDict() for r in result.firings.collect()), key=repr)
+        # the adaptive plan as it ran (its initial plan not included)
+        plan = result.firings._jdf.queryExecution().executedPlan().executedPlan().toString()
+        lines = plan.splitlines()
+        scans = sum("FileScan parquet" in line for line in lines)
+        reused = sum("ReusedExchange" in line and "BroadcastExchange" not in line
+                     for line in lines)     # (the bundle table's broadcast is reused too)
+        shuffles = sum(bool(re.search(r"[+-] Exchange (hashpartitioning|SinglePartition)", line))
+                       for line in lines)
+        if shared:      # one shuffle, written once and read by both branches
+            assert (scans, shuffles, reused) == (1, 1, 1), plan
+        else:           # each branch its own scan and shuffle
+            assert (scans, shuffles, reused) == (2, 2, 0), plan
+    assert runs[True] == runs[False]
+    assert any(row["timing"] == "LATE" for row in runs[True]), "the input has late firings"

@@ -1,6 +1,7 @@
 """Every semantic transcript (``tests/transcripts/*.yaml``) on the Spark general path (forced,
-for every transcript), on the native path (wherever the planner accepts the pipeline; the
-others are skipped with the planner's reasons) and on the pane path (Python per firing:
+for every transcript), on the native path (wherever the planner accepts the pipeline, in
+both shapes of the default trigger's firings; the others are skipped with the planner's
+reasons) and on the pane path (Python per firing:
 the transcripts ``planner.pane_reasons`` accepts, chosen at collection — event-time session
 transcripts with the default trigger run on its session walker).
 
@@ -18,7 +19,9 @@ from transcript_checks import CASES, checks
 
 import windowlib as wl
 import windowlib.engines.spark.testing as spark_testing
+from windowlib.engines.spark.native_default import SHARED_SCAN_CONF
 from windowlib.engines.spark.planner import pane_reasons, plan_path
+from windowlib.engines.spark.session import scoped_conf
 
 pytestmark = pytest.mark.spark
 
@@ -30,14 +33,16 @@ def test_transcript_on_spark_general_path(spark, case, monkeypatch):
     checks.check_transcript(case, engine="spark", stepwise=False)
 
 
+@pytest.mark.parametrize("shared", ["false", "true"], ids=["plain", "shared_scan"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_transcript_on_spark_native_path(spark, case, monkeypatch):
+def test_transcript_on_spark_native_path(spark, case, shared, monkeypatch):
     choice = plan_path(case.pipeline())
     if choice.path != "native":
         pytest.skip("planner: " + "; ".join(choice.reasons))
     _force_path(monkeypatch, "native")
-    try:
-        checks.check_transcript(case, engine="spark", stepwise=False)
+    try:     # both shapes of the default trigger's firings (``native_default``)
+        with scoped_conf(spark, {SHARED_SCAN_CONF: shared}):
+            checks.check_transcript(case, engine="spark", stepwise=False)
     except wl.DefinitionError as exc:   # input-dependent checks (mixed-type test columns)
         if exc.code != "NATIVE_UNSUPPORTED":
             raise

@@ -48,6 +48,7 @@ from urllib.parse import unquote, urlparse
 from windowlib.core.time import event_time_in_range
 
 MAX_FOOTER_FILES = 5000
+PAGE_OVERHEAD = 64     # bytes: a data page's header and its first run's (``key_estimate``)
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 _RELATION = re.compile(r"^Relation (?:\w+\.)*\[[^\]]*\] parquet$")
@@ -60,10 +61,13 @@ _INTS = ("ByteType", "ShortType", "IntegerType", "LongType")
 @dataclass(frozen=True)
 class BundleStats:
     """One bundle's rows (``count``) and largest accepted event time in ms (``max_ts``;
-    ``None`` when no row has a valid event time and non-null keys)."""
+    ``None`` when no row has a valid event time and non-null keys); ``keys``: an estimate of
+    the distinct keys a task reading the bundle meets, summed over its row groups (``None``:
+    unknown; ``key_estimate``) — a hint for choosing a plan's shape, never used for results."""
 
     count: int
     max_ts: int | None
+    keys: int | None = None
 
 
 class _Fallback(Exception):
@@ -124,13 +128,23 @@ def _footer_stats(df: Any, arrival: str, timestamp: str, key_columns: tuple[str,
     totals: dict[Any, list] = {}
     for uri in files:
         path, value = _local_path_and_value(uri, arrival, arrival_type)
-        count, max_ts = _file_stats(path, arrival, timestamp, ts_type, key_columns)
-        entry = totals.setdefault(value, [0, None])
-        entry[0] += count
-        if max_ts is not None and (entry[1] is None or max_ts > entry[1]):
-            entry[1] = max_ts
+        _add(totals, value, _file_stats(path, arrival, timestamp, ts_type, key_columns))
+    return _bundles(totals)
+
+
+def _add(totals: dict[Any, list], value: Any, file: tuple[int, int | None, int | None]) -> None:
+    """Add one file's ``(count, max_ts, keys)`` to its bundle's running totals."""
+    count, max_ts, keys = file
+    entry = totals.setdefault(value, [0, None, 0])
+    entry[0] += count
+    if max_ts is not None and (entry[1] is None or max_ts > entry[1]):
+        entry[1] = max_ts
+    entry[2] = None if keys is None or entry[2] is None else entry[2] + keys
+
+
+def _bundles(totals: dict[Any, list]) -> dict[Any, BundleStats]:
     # a partition whose files hold no rows is no bundle (the aggregate yields no row for it)
-    return {a: BundleStats(n, m) for a, (n, m) in totals.items() if n > 0}
+    return {a: BundleStats(n, m, k) for a, (n, m, k) in totals.items() if n > 0}
 
 
 def input_files(df: Any) -> list[str]:
@@ -192,18 +206,15 @@ def files_bundle_stats(footers: Sequence[tuple[Any, Any]], *, timestamp: str, ts
     totals: dict[Any, list] = {}
     try:
         for value, meta in footers:
-            count, max_ts = _metadata_stats(meta, None, timestamp, ts_type, tuple(key_columns))
-            entry = totals.setdefault(value, [0, None])
-            entry[0] += count
-            if max_ts is not None and (entry[1] is None or max_ts > entry[1]):
-                entry[1] = max_ts
+            _add(totals, value,
+                 _metadata_stats(meta, None, timestamp, ts_type, tuple(key_columns)))
     except _Fallback as exc:
         return None, str(exc)
-    return {a: BundleStats(n, m) for a, (n, m) in totals.items() if n > 0}, "parquet footers"
+    return _bundles(totals), "parquet footers"
 
 
 def _file_stats(path: str, arrival: str, timestamp: str, ts_type: str,
-                key_columns: tuple[str, ...]) -> tuple[int, int | None]:
+                key_columns: tuple[str, ...]) -> tuple[int, int | None, int | None]:
     import pyarrow.parquet as pq
 
     try:
@@ -214,9 +225,10 @@ def _file_stats(path: str, arrival: str, timestamp: str, ts_type: str,
 
 
 def _metadata_stats(meta: Any, arrival: str | None, timestamp: str, ts_type: str,
-                    key_columns: tuple[str, ...]) -> tuple[int, int | None]:
-    """One file's row count and largest accepted event time from its footer (``arrival``:
-    a partition column that must not be stored in the file)."""
+                    key_columns: tuple[str, ...]) -> tuple[int, int | None, int]:
+    """One file's row count, largest accepted event time and estimated distinct keys (summed
+    over its row groups; ``key_estimate``) from its footer (``arrival``: a partition column
+    that must not be stored in the file)."""
     extra = meta.metadata or {}
     if any(k.startswith(b"org.apache.spark.legacy") for k in extra):
         raise _Fallback("a file written with legacy calendar rebasing")
@@ -229,12 +241,13 @@ def _metadata_stats(meta: Any, arrival: str | None, timestamp: str, ts_type: str
     except ValueError as exc:
         raise _Fallback("a file lacks the event-time or a key column") from exc
     to_ms = _ms_converter(meta.schema.column(ts_index), ts_type)
-    count, best = 0, None
+    count, best, keys = 0, None, 0
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         if group.num_rows == 0:
             continue
         count += group.num_rows
+        keys += key_estimate(group, key_indexes)
         for k in key_indexes:
             stats = group.column(k).statistics
             if stats is None or not stats.has_null_count or stats.null_count:
@@ -250,7 +263,33 @@ def _metadata_stats(meta: Any, arrival: str | None, timestamp: str, ts_type: str
         if not event_time_in_range(value):   # a reject: the max accepted event time is unknown
             raise _Fallback("event times outside the accepted range")
         best = value if best is None or value > best else best
-    return count, best
+    return count, best, keys
+
+
+def key_estimate(group: Any, key_indexes: Sequence[int]) -> int:
+    """The distinct keys of a row group (pyarrow ``RowGroupMetaData``), estimated from its
+    footer: a hint for the shape of a plan (``native_default.prefers_shared_scan``), never
+    used for results. A dictionary-encoded column chunk stores each value as an index of
+    ``ceil(log2(distinct))`` bits, so the size per row of its data pages (the chunk without
+    its dictionary page) gives the distinct values to within a factor of two; compression and
+    runs make it lower, so the estimate errs towards fewer keys. Plain values (a writer that
+    found the dictionary not worth it, as Spark's does for mostly distinct values, or one
+    whose dictionary overflowed) take 32 bits and more per row: every row counts as
+    distinct. ``PAGE_OVERHEAD`` is taken off first (in a file of a few rows, the page header
+    would otherwise count as values). Several key columns: the product; at most the rows."""
+    rows = max(group.num_rows, 1)
+    total = 1
+    for k in key_indexes:
+        chunk = group.column(k)
+        size = chunk.total_compressed_size
+        start = chunk.dictionary_page_offset
+        if chunk.has_dictionary_page and start is not None and chunk.data_page_offset > start:
+            size -= chunk.data_page_offset - start
+        bits = 8.0 * max(size - PAGE_OVERHEAD, 0) / rows
+        total *= int(min(2.0 ** min(bits, 62.0), rows))
+        if total >= rows:
+            return rows
+    return max(total, 1)
 
 
 def _ms_converter(column: Any, ts_type: str) -> Any:

@@ -70,7 +70,12 @@ from windowlib.engines.spark.bundles import (
 from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.general import prepare_input
 from windowlib.engines.spark.native_aggs import AggContext, compile_aggregates
-from windowlib.engines.spark.native_default import default_firings
+from windowlib.engines.spark.native_default import (
+    bundle_keys,
+    default_firings,
+    prefers_shared_scan,
+    shared_scan_setting,
+)
 from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported names)
     MX,
     ORDER_N,
@@ -244,11 +249,15 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     else:
         cols = [user_col(c) for c in user_columns]
         order = [F.col(TS), F.xxhash64(*cols), F.hash(*cols)]
+    slide = getattr(logic.assigner, "slide_ms", size)
+    shared = aggregates and prefers_shared_scan(
+        shared_scan_setting(df.sparkSession), plan.counts, bundle_keys(stats, plan.arrivals),
+        P, size, slide)
     parts = Parts(kept=kept, keys=keys, key_names=[*logic.key_columns, WS], order=order,
                   ctx=AggContext(ts=F.col(TS), order=[F.col(B), *order]), compiled=compiled,
                   P=P, W=W, W_before=w_before, size=size, lateness=lateness, finalize=finalize,
                   accumulating=logic.accumulation != "discarding",
-                  retracting=logic.retracting)
+                  retracting=logic.retracting, shared_scan=shared)
     return NativeInputs(parts=parts, late=late, rejects=rejects, processed=processed,
                         plan=plan, logic=logic, user_columns=user_columns,
                         plan_source=plan_source)

@@ -30,19 +30,93 @@ it into Spark's object hash aggregate, which falls back to sorting after 128 gro
 (19.4 s against 13.4 s for the plain aggregate), and folding per-window lists with
 higher-order functions cost another ~1.5 s; this shape reads the input twice and costs the
 late branch and the join on top of the plain aggregate.
+
+**The shared scan** (``Parts.shared_scan``; chosen by ``prefers_shared_scan``): when partial
+aggregation would keep most rows anyway (about one element per key and window, as in a
+clickstream), the kept rows are shuffled ONCE by (key, window) and both branches read that
+exchange (Spark reuses it: one scan of the input); the main aggregate then needs no exchange
+of its own, the late rows' window functions only a sort, and the join none. Each branch is an
+``opaque_filter`` over the shared frame, so that the optimizer neither pushes the late
+condition below the exchange nor prunes the branches' columns differently (either would make
+two exchanges, so two scans, again). On dense data (many elements per window) it would
+shuffle every row where the plain aggregate shuffles one partial row per window and task:
+measured 2.10 s against 1.60 s at 3M events and 200 keys, and 3.12 s against 4.18 s at 50k
+keys (``docs/performance.md``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.engines.spark.bundles import TS
+from windowlib.core.schema import sql_identifier
+from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.columns import user_col
-from windowlib.engines.spark.native_parts import MX, ON_N, PB, SUB, WP, WS, B, J, Parts
+from windowlib.engines.spark.native_parts import MX, ON_N, PB, REASON, SUB, WP, WS, B, J, Parts
 
 ROLE, K = "__wl_role", "__wl_k"
 ON_TIME_MARK, RETRACTION, LATE_FIRING = 0, 1, 2
+
+SHARED_SCAN_CONF = "spark.windowlib.native.sharedScan"   # auto (default) | true | false
+SHARED_SCAN_RATIO = 0.5   # estimated groups per row (after partial aggregation) to share
+
+
+def prefers_shared_scan(setting: str, counts: Sequence[int], keys: Sequence[int | None],
+                        processing_times: Sequence[int], size_ms: int, slide_ms: int) -> bool:
+    """Whether the default trigger's firings should use the shared scan (module docstring).
+    ``setting``: the ``SHARED_SCAN_CONF`` value ("true"/"false" force it; anything else is
+    "auto"); per bundle: its rows, its estimated distinct keys (``bundle_stats.BundleStats.
+    keys``; ``None``: unknown) and its processing time ``P_b``.
+
+    Auto: shared iff partial aggregation is estimated to keep at least ``SHARED_SCAN_RATIO``
+    of the (element, window) rows: per bundle, a key meets about ``span / slide + size /
+    slide`` windows (``span``: the gap to the neighbouring bundle's ``P_b``), so the groups
+    are at most ``keys x windows`` and at most the rows. Unknown keys, one bundle (no span)
+    or no rows: the plain shape, as before this choice existed."""
+    choice = setting.strip().lower()
+    if choice in ("true", "false"):
+        return choice == "true"
+    n = len(counts)
+    if n < 2 or any(k is None for k in keys) or size_ms <= 0 or slide_ms <= 0:
+        return False
+    per_element = -(-size_ms // slide_ms)
+    rows = groups = 0
+    for b in range(n):
+        span = processing_times[b] - processing_times[b - 1] if b else \
+            processing_times[1] - processing_times[0]
+        windows = max(span, 0) / slide_ms + per_element
+        expanded = counts[b] * per_element
+        rows += expanded
+        groups += min(expanded, keys[b] * windows)
+    return rows > 0 and groups >= SHARED_SCAN_RATIO * rows
+
+
+def shared_scan_setting(spark: Any) -> str:
+    """The session's ``SHARED_SCAN_CONF`` (``auto`` when unset)."""
+    return str(spark.conf.get(SHARED_SCAN_CONF, "auto"))
+
+
+def bundle_keys(stats: Mapping[Any, Any] | None, arrivals: Sequence[Any]) -> list[int | None]:
+    """Per bundle of ``arrivals``, the estimated distinct keys of ``stats`` (``None``:
+    unknown)."""
+    stats = stats or {}
+    return [getattr(stats.get(a), "keys", None) for a in arrivals]
+
+
+def opaque_filter(frame: Any, condition: str) -> Any:
+    """``frame`` filtered by the SQL ``condition`` in a form the optimizer keeps where it is
+    and that names every column of ``frame``: ``CASE WHEN spark_partition_id() >= 0 THEN
+    (condition) ELSE to_json(struct(<every column>)) = '' END``. ``spark_partition_id()``
+    is nondeterministic to the optimizer, so the one conjunct is not pushed below an exchange
+    under ``frame``, and the never-taken branch keeps every column referenced, so column
+    pruning leaves ``frame`` whole; two such filters over one exchange leave the exchange
+    identical in both plans, and Spark runs it once (``ReusedExchange``)."""
+    from pyspark.sql import functions as F
+
+    columns = ", ".join(sql_identifier(c) for c in frame.columns)
+    return frame.filter(F.expr(f"CASE WHEN spark_partition_id() >= 0 THEN ({condition}) "
+                               f"ELSE to_json(struct({columns})) = '' END"))
 
 
 @dataclass
@@ -59,11 +133,11 @@ class LateBranch:
     totals: list[dict] | None = None
 
 
-def late_branch(parts: Parts, totals: bool = False) -> LateBranch:
-    """The late rows of ``parts`` (``WP >= MX``), ranked by a window function in arrival order
-    — a sort of those rows alone — and expanded into their output roles: the window's
-    ON_TIME marker (first late row only), the retraction of the previous firing (retracting
-    mode) and the row's LATE firing."""
+def late_branch(parts: Parts, totals: bool = False, late_rows: Any = None) -> LateBranch:
+    """The late rows of ``parts`` (``WP >= MX``; ``late_rows``: those rows, filtered by the
+    caller), ranked by a window function in arrival order — a sort of those rows alone — and
+    expanded into their output roles: the window's ON_TIME marker (first late row only), the
+    retraction of the previous firing (retracting mode) and the row's LATE firing."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -97,7 +171,9 @@ def late_branch(parts: Parts, totals: bool = False) -> LateBranch:
                    for acc, ns in zip(single, names)]
     roles = [ON_TIME_MARK, *([RETRACTION] if parts.retracting else []), LATE_FIRING]
     first, rest = (f"array({', '.join(map(str, r))})" for r in (roles, roles[1:]))
-    rows = (parts.kept.filter(F.expr(f"{WP} >= {MX}"))
+    if late_rows is None:
+        late_rows = parts.kept.filter(F.expr(f"{WP} >= {MX}"))
+    rows = (late_rows
             .select(*parts.keys, WS, B, PB, WP, SUB, *cols)
             .withColumn(ROLE, F.expr(f"explode(CASE WHEN ({J} = 1) THEN {first} "
                                      f"ELSE {rest} END)")))
@@ -109,13 +185,16 @@ def default_firings(parts: Parts) -> Any:
     module docstring. The ``retract`` column exists in retracting mode only."""
     from pyspark.sql import functions as F
 
-    compiled, kept = parts.compiled, parts.kept
+    compiled, kept, late_rows = parts.compiled, parts.kept, None
+    if parts.shared_scan:     # one exchange by window, read by both branches
+        shared = kept.drop(ARRIVAL, TREASON, REASON).repartition(*parts.group)
+        kept, late_rows = opaque_filter(shared, "true"), opaque_filter(shared, f"{WP} >= {MX}")
     on = F.col(WP) < F.col(MX)
     agg_exprs, on_accs = parts.accumulators("__wl_a", mask=on)
     main = parts.with_on_time_clocks(kept.groupBy(*parts.group).agg(
         F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs))
 
-    branch = late_branch(parts)
+    branch = late_branch(parts, late_rows=late_rows)
     late, run_accs, prev_accs = branch.rows, branch.running, branch.previous
 
     # --- one row per firing ------------------------------------------------------------------

@@ -131,6 +131,7 @@ class Parts:
     finalize: bool
     accumulating: bool
     retracting: bool
+    shared_scan: bool = False   # the default trigger's shape (native_default)
 
     @property
     def max_sql(self) -> str:
