@@ -53,7 +53,19 @@ from typing import Any
 from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.columns import user_col
-from windowlib.engines.spark.native_parts import MX, ON_N, PB, REASON, SUB, WP, WS, B, J, Parts
+from windowlib.engines.spark.native_parts import (
+    MX,
+    ON_N,
+    PB,
+    REASON,
+    SUB,
+    WP,
+    WS,
+    B,
+    J,
+    Parts,
+    long_literals,
+)
 
 ROLE, K = "__wl_role", "__wl_k"
 ON_TIME_MARK, RETRACTION, LATE_FIRING = 0, 1, 2
@@ -180,15 +192,33 @@ def late_branch(parts: Parts, totals: bool = False, late_rows: Any = None) -> La
     return LateBranch(rows, running, previous, late_totals)
 
 
+def shared_scan(parts: Parts) -> tuple[Any, Any]:
+    """``(kept, late rows)`` of the shared-scan shape: both read ONE exchange of the kept rows
+    by (key, window) (module docstring). The exchange carries only what the bundle plan's
+    literals cannot restore: the clocks ``W_{b-1}``, ``P_b`` and the window's ``max`` are
+    looked up again from the bundle index and the window start after it."""
+    from pyspark.sql import functions as F
+
+    shared = parts.kept.drop(ARRIVAL, TREASON, REASON, WP, PB, MX).repartition(*parts.group)
+    wp_sql = f"element_at({long_literals(parts.W_before)}, {B} + 1)"
+    mx_sql = f"({WS} + {parts.size - 1}L)"
+
+    def clocks(frame: Any) -> Any:
+        return frame.withColumns({WP: F.expr(wp_sql), MX: F.expr(mx_sql),
+                                  PB: F.expr(f"element_at({long_literals(parts.P)}, {B} + 1)")})
+
+    return (clocks(opaque_filter(shared, "true")),
+            clocks(opaque_filter(shared, f"{wp_sql} >= {mx_sql}")))
+
+
 def default_firings(parts: Parts) -> Any:
     """The default trigger's firings (and retractions) of the windows in ``parts``; see the
     module docstring. The ``retract`` column exists in retracting mode only."""
     from pyspark.sql import functions as F
 
     compiled, kept, late_rows = parts.compiled, parts.kept, None
-    if parts.shared_scan:     # one exchange by window, read by both branches
-        shared = kept.drop(ARRIVAL, TREASON, REASON).repartition(*parts.group)
-        kept, late_rows = opaque_filter(shared, "true"), opaque_filter(shared, f"{WP} >= {MX}")
+    if parts.shared_scan:
+        kept, late_rows = shared_scan(parts)
     on = F.col(WP) < F.col(MX)
     agg_exprs, on_accs = parts.accumulators("__wl_a", mask=on)
     main = parts.with_on_time_clocks(kept.groupBy(*parts.group).agg(
