@@ -8,10 +8,14 @@ the key columns. ``footer_stats`` reads them with pyarrow on the driver (small m
 footer per file, at most ``MAX_FOOTER_FILES`` files) and groups them by the arrival partition
 value parsed from each file's path.
 
+The same pass estimates each bundle's distinct keys from the key columns' encoded size
+(``key_estimate``): a hint the native path uses to choose the shape of its plan, never a
+figure of the results.
+
 Invariant: the result is either exactly what the aggregate of ``plan_bundles`` would compute
-(``{arrival: BundleStats(count, max_ts)}`` in ``__wl_arrival`` form) or ``None`` with the
-reason, and the caller falls back to the aggregate. It falls back whenever exactness is not
-evident:
+(``{arrival: BundleStats(count, max_ts)}`` in ``__wl_arrival`` form; ``keys`` is the hint
+above) or ``None`` with the reason, and the caller falls back to the aggregate. It falls
+back whenever exactness is not evident:
 
 - the optimized logical plan is not ``Relation [...] parquet`` (optionally under a ``Project``
   of plain columns): filters, computed or renamed columns, joins, other formats;
@@ -214,7 +218,7 @@ def files_bundle_stats(footers: Sequence[tuple[Any, Any]], *, timestamp: str, ts
 
 
 def _file_stats(path: str, arrival: str, timestamp: str, ts_type: str,
-                key_columns: tuple[str, ...]) -> tuple[int, int | None, int | None]:
+                key_columns: tuple[str, ...]) -> tuple[int, int | None, int]:
     import pyarrow.parquet as pq
 
     try:

@@ -38,10 +38,11 @@ join); per window, the bundle of the ON_TIME firing and its clocks are literals 
 WHEN`` search tree over ``W_b``, ``native_parts.rank``, and literal arrays). The default
 trigger's firings (``native_default.py``): a plain hash aggregate per window of the on-time
 accumulators, joined by window with a branch of the late rows alone (its own scan of the
-input; window functions over those rows only). Count triggers: ``native_counts.py``. Fixed
-expressions are written as SQL text where that was simple (``F.expr``/``selectExpr``: one
-py4j round trip for the whole expression, where each PySpark ``Column`` operation costs one
-to three — planning a run made ~1,700 of them).
+input; window functions over those rows only) — or, when the footers show sparse keys, both
+reading one exchange of the kept rows by window (one scan: ``native_default.shared_scan``).
+Count triggers: ``native_counts.py``. Fixed expressions are written as SQL text where that
+was simple (``F.expr``/``selectExpr``: one py4j round trip for the whole expression, where
+each PySpark ``Column`` operation costs one to three — planning a run made ~1,700 of them).
 """
 
 from __future__ import annotations
