@@ -11,7 +11,8 @@ alternate, so load changes on a shared machine hit both sides alike):
   1 h allowed lateness, ``BoundedOutOfOrderness(10 min)``, finalized; its firings (on-time and
   late panes) written to the noop sink, plus the late and rejects outputs in ``--all-outputs``;
   the time includes planning (the bundle plan: Parquet footers, or one small aggregate job),
-  printed separately too.
+  printed separately too, with the shape the firings took (``NativeRun.shape``: the shared
+  scan for sparse keys, else the partial aggregate).
 
 Cases: tumbling 5 min; sliding 1 h every 5 min; ``sessions``: windowlib session windows (30 min
 gap; the planner's path: the pane path's session walker) against Spark's ``session_window``;
@@ -108,7 +109,7 @@ def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
                                finalize=True, path=path)
         plan_times.append(time.perf_counter() - t0)
         if result.native is not None:
-            sources.append(result.native.plan_source)
+            sources.append(f"{result.native.plan_source}; firings: {result.native.shape}")
         noop(result.firings)
         if all_outputs:
             noop(result.late)

@@ -416,6 +416,7 @@ def test_the_shared_scan_reads_the_input_once(spark, tmp_path):
             result = run_dataframe(p, df, arrival="arrival", watermark=wl.BoundedOutOfOrderness(5),
                                    finalize=True, path="native")
             runs[shared] = sorted((r.asDict() for r in result.firings.collect()), key=repr)
+        assert result.native.shape == ("shared scan" if shared else "partial aggregate")
         # the adaptive plan as it ran (its initial plan not included)
         plan = result.firings._jdf.queryExecution().executedPlan().executedPlan().toString()
         lines = plan.splitlines()

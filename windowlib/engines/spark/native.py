@@ -116,6 +116,7 @@ class NativeRun:
     retracting: bool
     element_columns: tuple[str, ...]
     plan_source: str = "aggregate job"
+    shape: str = "partial aggregate"   # the firings' plan: or "shared scan", "count triggers"
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """The run's outputs (``outputs.py``): firings, late and rejects, a part each; the
@@ -313,17 +314,19 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
     early, late_every = count_phases(logic.trigger)
     if early is None and late_every is None:
         firings = default_firings(parts)       # ``retract`` only when retracting
+        shape = "shared scan" if parts.shared_scan else "partial aggregate"
     else:
         from windowlib.engines.spark.native_counts import count_firings
 
         firings = count_firings(parts, early, late_every)
         if not logic.retracting:
             firings = firings.drop("retract")
+        shape = "count triggers"
     return NativeRun(firings=firings, late=inputs.late, rejects=inputs.rejects,
                      plan=inputs.plan, key_columns=logic.key_columns,
                      result_columns=tuple(c.name for c in parts.compiled),
                      retracting=logic.retracting, element_columns=tuple(inputs.user_columns),
-                     plan_source=inputs.plan_source)
+                     plan_source=inputs.plan_source, shape=shape)
 
 
 def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
