@@ -136,14 +136,14 @@ def _footer_stats(df: Any, arrival: str, timestamp: str, key_columns: tuple[str,
     return _bundles(totals)
 
 
-def _add(totals: dict[Any, list], value: Any, file: tuple[int, int | None, int | None]) -> None:
+def _add(totals: dict[Any, list], value: Any, file: tuple[int, int | None, int]) -> None:
     """Add one file's ``(count, max_ts, keys)`` to its bundle's running totals."""
     count, max_ts, keys = file
     entry = totals.setdefault(value, [0, None, 0])
     entry[0] += count
     if max_ts is not None and (entry[1] is None or max_ts > entry[1]):
         entry[1] = max_ts
-    entry[2] = None if keys is None or entry[2] is None else entry[2] + keys
+    entry[2] += keys
 
 
 def _bundles(totals: dict[Any, list]) -> dict[Any, BundleStats]:

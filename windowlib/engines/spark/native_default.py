@@ -64,7 +64,7 @@ from windowlib.engines.spark.native_parts import (
     B,
     J,
     Parts,
-    long_literals,
+    at_sql,
 )
 
 ROLE, K = "__wl_role", "__wl_k"
@@ -200,15 +200,14 @@ def shared_scan(parts: Parts) -> tuple[Any, Any]:
     from pyspark.sql import functions as F
 
     shared = parts.kept.drop(ARRIVAL, TREASON, REASON, WP, PB, MX).repartition(*parts.group)
-    wp_sql = f"element_at({long_literals(parts.W_before)}, {B} + 1)"
-    mx_sql = f"({WS} + {parts.size - 1}L)"
+    wp_sql = at_sql(parts.W_before, B)
 
     def clocks(frame: Any) -> Any:
-        return frame.withColumns({WP: F.expr(wp_sql), MX: F.expr(mx_sql),
-                                  PB: F.expr(f"element_at({long_literals(parts.P)}, {B} + 1)")})
+        return frame.withColumns({WP: F.expr(wp_sql), MX: F.expr(parts.max_sql),
+                                  PB: F.expr(at_sql(parts.P, B))})
 
     return (clocks(opaque_filter(shared, "true")),
-            clocks(opaque_filter(shared, f"{wp_sql} >= {mx_sql}")))
+            clocks(opaque_filter(shared, f"{wp_sql} >= ({parts.max_sql})")))
 
 
 def default_firings(parts: Parts) -> Any:

@@ -45,6 +45,11 @@ def at(values: Sequence[int], index: Any) -> Any:
     return F.element_at(longs(values), index + F.lit(1))
 
 
+def at_sql(values: Sequence[int], index_sql: str) -> str:
+    """``at`` as SQL text, for the SQL expression ``index_sql``."""
+    return f"element_at({long_literals(values)}, ({index_sql}) + 1)"
+
+
 RANK_TREE_LIMIT = 512
 
 
