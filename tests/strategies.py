@@ -370,14 +370,15 @@ class PaneStats(wl.BatchWindowFunction):
 def pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
     sliding windows with the default trigger, ``after_end_of_window()`` with count early/late
-    triggers, a ``ContinuousEventTimeTrigger`` or a ``CountTrigger``, or count windows
-    (``GlobalWindows`` + ``CountTrigger``), purging or not, accumulating or discarding, any
+    triggers, a ``ContinuousEventTimeTrigger``, a ``CountTrigger`` or a ``DeltaTrigger``, or
+    ``GlobalWindows`` with a ``CountTrigger`` (count windows) or a ``DeltaTrigger``, purging
+    or not, accumulating or discarding, any
     lateness, and a ``process`` function reading the pane context with per-key and per-window state
     (``PaneFn``), an ``apply`` function, or a ``BatchWindowFunction`` (``PaneStats``); behind
     a count, time or delta evictor (before or after the function) also a declarative
     aggregate, ``reduce`` or ``aggregate``."""
     size = draw(st.integers(5, 40))
-    count_window = draw(st.integers(0, 4)) == 0     # GlobalWindows + CountTrigger
+    count_window = draw(st.integers(0, 4)) == 0     # GlobalWindows + CountTrigger or DeltaTrigger
     if count_window:
         assigner: wl.WindowAssigner = wl.GlobalWindows.create()
     elif draw(st.booleans()):
@@ -395,9 +396,11 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         wl.TimeEvictor.of(draw(st.integers(0, 15)), after),
         wl.DeltaEvictor.of(draw(st.integers(3, 10)), value_delta, after)]))
     trigger: wl.Trigger | None = None
-    kind = "count" if count_window else draw(st.sampled_from(
-        ["default", "end", "early", "late", "both", "continuous", "count"]))
-    if kind == "continuous":
+    kind = draw(st.sampled_from(["count", "delta"])) if count_window else draw(st.sampled_from(
+        ["default", "end", "early", "late", "both", "continuous", "count", "delta"]))
+    if kind == "delta":
+        trigger = wl.DeltaTrigger.of(draw(st.integers(0, 8)), value_delta)
+    elif kind == "continuous":
         trigger = wl.ContinuousEventTimeTrigger.of(draw(st.integers(1, 15)))
     elif kind == "count":
         trigger = wl.CountTrigger.of(draw(st.integers(1, 4)))

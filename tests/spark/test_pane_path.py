@@ -186,6 +186,75 @@ def test_the_pane_path_takes_count_windows_and_count_triggers(spark):
     assert choose_path(continuous, "auto", df.schema).path == "general"
 
 
+def test_the_pane_path_takes_delta_triggers(spark):
+    """A ``DeltaTrigger`` (Flink's: FIRE when ``delta(last fired element, element)`` exceeds
+    the threshold; no end-of-window timer) over time windows or ``GlobalWindows``, purging or
+    not, behind an evictor or not, takes the pane path: its delta function runs once per
+    element in the walker, the window function once per firing."""
+    df = _frame(spark, [("a", 1, 1, 0)])
+    keyed = wl.Pipeline("d", timestamp="ts").key_by("key")
+    delta = wl.DeltaTrigger.of(2, strategies.value_delta)
+    deltas = [
+        keyed.window(wl.TumblingEventTimeWindows.of(10)).trigger(delta).process(Seen()),
+        keyed.window(wl.SlidingEventTimeWindows.of(10, 5)).trigger(wl.PurgingTrigger.of(delta))
+        .apply(strategies.window_rows),
+        keyed.window(wl.GlobalWindows.create()).trigger(delta)
+        .evictor(wl.TimeEvictor.of(5)).aggregate(wl.aggregates.sum("value"))]
+    for p in deltas:
+        assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+    assert "pane path" in deltas[0].explain()
+
+
+def test_delta_triggers_on_the_pane_path_equal_the_general_path(spark):
+    """Both Spark paths over the same rows, keys and late elements: a delta trigger over
+    tumbling windows with allowed lateness (EARLY firings, then LATE ones for late elements
+    that cross the threshold; nothing at the window's end) and over ``GlobalWindows``
+    (a final pane at the end of a finalized input with what arrived since the last firing)."""
+    rows = [(k, t, (t * 7 + len(k)) % 11, t // 20) for k in ("a", "b") for t in range(0, 60, 2)]
+    rows += [("a", 3, 20, 4), ("a", 5, 0, 4), ("b", 41, 30, 5)]     # late, within lateness
+    df = _frame(spark, rows)
+    keyed = wl.Pipeline("d", timestamp="ts").key_by("key")
+    delta = wl.DeltaTrigger.of(4, strategies.value_delta)
+    for p in (keyed.window(wl.TumblingEventTimeWindows.of(20)).trigger(delta)
+              .allowed_lateness(100).process(Seen()),
+              keyed.window(wl.GlobalWindows.create()).trigger(wl.PurgingTrigger.of(delta))
+              .process(Seen())):
+        got = {}
+        for path in ("panes", "general"):
+            result = run_dataframe(p, df, "hour", finalize=True, path=path)
+            assert result.path == path
+            got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+            result.unpersist()
+        assert got["panes"] == got["general"]
+        assert {r[4] for r in got["panes"]} >= {"EARLY"} and len(got["panes"]) > 10
+
+
+class Fragile:
+    """A delta function that cannot compare a value of 0."""
+
+    def __call__(self, last, element):
+        return 1 / element["value"]
+
+
+def test_a_failing_delta_function_on_the_pane_path_is_function_failed(spark):
+    """The same coded error, word for word, as the general path's (the core's
+    ``trigger_failed``): the trigger, the key, the window and the original error."""
+    p = (wl.Pipeline("d", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10))
+         .trigger(wl.DeltaTrigger.of(0.5, Fragile())).process(Seen()))
+    df = _frame(spark, [("a", 1, 1, 0), ("a", 2, 0, 0)])
+    texts = {}
+    for path in ("panes", "general"):
+        with pytest.raises(wl.ExecutionError) as err:
+            run_dataframe(p, df, "hour", finalize=True, path=path)
+        assert err.value.code == "FUNCTION_FAILED"
+        texts[path] = str(err.value)
+    text = texts["panes"]
+    assert text == texts["general"]
+    assert "trigger DeltaTrigger" in text and "ZeroDivisionError" in text, text
+    assert "key 'a', window TimeWindow(0, 10)" in text and "Traceback" not in text, text
+
+
 def test_the_pane_path_takes_any_function_behind_an_evictor(spark):
     """An evictor buffers the pane whatever the function, so declarative aggregates behind one
     run on the pane path (not the native path); an evictor with ``fire_empty_on_time`` (an ON_TIME

@@ -39,7 +39,8 @@ class KeyScope:
 class PaneWindow:
     """One live window of the key: its pane, counters and ``window_state`` (``fn_state``)."""
 
-    __slots__ = ("buffer", "early", "fire_at", "fn_state", "index", "late", "on_time", "start")
+    __slots__ = ("buffer", "early", "fire_at", "fn_state", "index", "last", "late", "on_time",
+                 "start")
 
     def __init__(self, start: int) -> None:
         self.start = start
@@ -47,6 +48,7 @@ class PaneWindow:
         self.fn_state: dict = {}
         self.on_time = self.early = self.late = self.index = 0
         self.fire_at: int | None = None     # a continuous trigger's next firing time
+        self.last: dict | None = None       # a delta trigger's element of the last firing
 
 
 class WalkPosition:

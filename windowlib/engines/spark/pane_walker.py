@@ -26,6 +26,13 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   or late (LATE), and has no end-of-window timer; **count windows** (``GlobalWindows``) never
   end, are never cleaned up, and fire a final ON_TIME pane at the end of a finalized input
   with what arrived since their last firing (the core driver's ``finish``);
+- a ``DeltaTrigger`` (Flink's) keeps each window's element of its last firing (at first its
+  first element, which does not fire) and fires, EARLY or LATE as a count firing, when
+  ``delta_fn(last, element)`` exceeds the threshold; that element becomes the reference. The
+  delta function runs once per element, in arrival order, as the core calls the trigger (an
+  error is the core's ``trigger_failed``). Like a ``CountTrigger`` it has no end-of-window
+  timer, over time windows or ``GlobalWindows`` (which fire a final pane at the end of a
+  finalized input with what arrived since their last firing);
 - a ``PurgingTrigger`` around any of these is discarding mode (``planner.pane_trigger``);
 - an **evictor** runs around each firing's function call as the core's driver runs it (both
   hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
@@ -56,7 +63,7 @@ from windowlib.core.evictors import TimestampedValue
 from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time
 from windowlib.core.pane import Timing, pane_info
-from windowlib.core.runner import FunctionRunner, function_failed
+from windowlib.core.runner import FunctionRunner, function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
 from windowlib.engines.spark.bundles import TS
@@ -92,6 +99,7 @@ class PaneWalkConfig:
     continuous: int | None = None
     count_every: int | None = None      # a CountTrigger's count
     global_window: bool = False         # GlobalWindows (count windows)
+    delta: Any = None                   # a DeltaTrigger
 
 
 class PaneWalker(PaneWalkBase):
@@ -113,6 +121,9 @@ class PaneWalker(PaneWalkBase):
         self.windows: dict[int, PaneWindow] = {}
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
+        self.delta = config.delta
+        # count and delta triggers register no end-of-window timer
+        self.end_timer = not (self.count_every or self.delta is not None)
         # (b*, time, start): event-time timers — a window's end (ON_TIME) or a continuous
         # firing — in the order the reference engine fires them
         self.pending: list[tuple[int, int, int]] = []
@@ -120,8 +131,9 @@ class PaneWalker(PaneWalkBase):
         self.batch: list[tuple] = []      # queued firings of a batch function
         self.batch_rows = 0
         # panes hold input row numbers, their elements stay in Arrow (pane_records.py)
+        # (a delta function reads each element's values)
         self.arrow_elements = self.batching and self.evictor is None \
-            and not config.walk.json_columns
+            and self.delta is None and not config.walk.json_columns
         self.batch_oldest: int | None = None    # the oldest row number the queue holds
 
     # --- per key ----------------------------------------------------------------------------
@@ -152,7 +164,7 @@ class PaneWalker(PaneWalkBase):
             if self.global_window:
                 return window         # never ends, never cleaned up
             mx = start + self.size - 1
-            if not self.count_every:      # a CountTrigger has no end-of-window timer
+            if self.end_timer:
                 heapq.heappush(self.pending, (bisect_left(self.W, mx), mx, start))
             heapq.heappush(self.cleanups, (cleanup_time(mx, self.lateness, True), start))
         return window
@@ -286,11 +298,18 @@ class PaneWalker(PaneWalkBase):
             oldest.append(self.batch_oldest)
         return min(oldest, default=self.next_row)
 
-    def _element(self, window: PaneWindow, b: int, sub: int, ts: int) -> None:
-        """The counters of ``window`` after one of its elements arrived in bundle ``b``."""
+    def _element(self, window: PaneWindow, b: int, sub: int, ts: int,
+                 row: dict | None = None) -> None:
+        """The counters of ``window`` after one of its elements (``row``: its values, read
+        by a delta trigger) arrived in bundle ``b``."""
         watermark = self.w_before[b]
         mx = MAX_TS if self.global_window else window.start + self.size - 1
-        if self.count_every:     # a CountTrigger: every n-th element, on time or late
+        if self.delta is not None:
+            window.early += 1      # elements since the last firing (a final global pane)
+            if not self._delta_fires(window, row):
+                return
+            window.early, timing = 0, _EARLY if watermark < mx else _LATE
+        elif self.count_every:     # a CountTrigger: every n-th element, on time or late
             window.early += 1
             if window.early < self.count_every:
                 return
@@ -320,6 +339,25 @@ class PaneWalker(PaneWalkBase):
         self.clock.watermark, self.clock.processing_time = watermark, self.P[b]
         self._fire(window, timing, False)
 
+    def _delta_fires(self, window: PaneWindow, row: Any) -> bool:
+        """``DeltaTrigger.on_element`` over the window's reference element."""
+        last = window.last
+        if last is None:
+            window.last = dict(row)
+            return False
+        delta = self.delta
+        try:
+            fires = delta.delta_fn(last, row) > delta.threshold
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            bounds = GLOBAL_WINDOW if self.global_window else \
+                TimeWindow(window.start, window.start + self.size)
+            raise trigger_failed(self.logic.trigger, self.scope.key_arg, bounds, exc) from exc
+        if fires:
+            window.last = dict(row)
+        return fires
+
     # --- the partition loop -----------------------------------------------------------------
     def run(self, batches: Iterator[Any]) -> Iterator[Any]:
         yield from self.walk_rows(batches, (WS, SUB, TS))
@@ -337,4 +375,4 @@ class PaneWalker(PaneWalkBase):
         self.live += 1
         if self.live > self.config.max_key_state:
             raise key_state_limit(self.key, self.live, self.config.max_key_state)
-        self._element(window, b, subs[i], ts_col[i])
+        self._element(window, b, subs[i], ts_col[i], row)

@@ -42,6 +42,7 @@ from windowlib.core.triggers import (
     ContinuousEventTimeTrigger,
     CountAtLeast,
     CountTrigger,
+    DeltaTrigger,
     EventTimeTrigger,
     PurgingTrigger,
 )
@@ -185,8 +186,9 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     anyway) — and, behind an evictor (FLIP-4: the pane is buffered whatever the function),
     ``aggregate``/``reduce`` and declarative aggregates too — without retractions or a
     ``clear`` hook, over the windows and triggers the native path compiles, a
-    ``ContinuousEventTimeTrigger`` or a ``CountTrigger`` (also over ``GlobalWindows``: count
-    windows), any of them inside a ``PurgingTrigger``; one-shot runs only
+    ``ContinuousEventTimeTrigger``, a ``CountTrigger`` (also over ``GlobalWindows``: count
+    windows) or a ``DeltaTrigger`` (also over ``GlobalWindows``), any of them inside a
+    ``PurgingTrigger``; one-shot runs only
     (incremental runs keep the general path's state)."""
     if pipeline.window_assigner is not None and pipeline.window_assigner.is_merging:
         return session_reasons(pipeline)
@@ -264,8 +266,9 @@ def session_sql_reasons(pipeline: Pipeline, input_types: Mapping[str, Any] | Non
 
 def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     """Why the native firing builders cannot compute the pipeline's firings (``panes``: for the
-    pane path, which also buffers panes for evictors, fires continuous event-time and count
-    triggers, and runs count windows: ``GlobalWindows`` with a ``CountTrigger``)."""
+    pane path, which also buffers panes for evictors, fires continuous event-time, count and
+    delta triggers, and runs ``GlobalWindows`` with a ``CountTrigger`` (count windows) or a
+    ``DeltaTrigger``)."""
     reasons: list[str] = []
     if pipeline.window_evictor is not None and not panes:
         reasons.append("an evictor buffers elements (FLIP-4)")
@@ -274,9 +277,9 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         reasons.append("the pipeline has no window")
         return reasons
     if panes and type(assigner) is GlobalWindows:
-        if type(pane_trigger(pipeline.effective_trigger)[0]) is not CountTrigger:
+        if type(pane_trigger(pipeline.effective_trigger)[0]) not in (CountTrigger, DeltaTrigger):
             reasons.append("GlobalWindows take the pane path with a CountTrigger (count "
-                           "windows) only")
+                           "windows) or a DeltaTrigger only")
         return reasons
     if type(assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
         name = type(assigner).__name__
@@ -291,7 +294,7 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     if panes:
         trigger, purging = pane_trigger(trigger)
         discarding = discarding or purging
-        if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger):
+        if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger):
             return reasons
     if not native_trigger(trigger):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
