@@ -17,12 +17,15 @@ collected):
   ``BatchWindowFunction`` (Arrow compute over thousands of panes per call);
 - ``count_window`` / ``count_window_panes``: Flink's ``countWindow(10)`` (``GlobalWindows``, a
   purging ``CountTrigger.of(10)``) with the same function, on the general and the pane path;
+- ``history`` / ``history_panes``: each key's whole history in one pane (``GlobalWindows`` and
+  their default ``NeverTrigger``, fired at the end of the finalized input) with the same
+  function, on the general and the pane path;
 - ``--hour``: the same three over one hourly partition (one bundle, ~100k distinct keys at the
   default size), where the fixed cost per key and per Python call dominates.
 
     .venv/bin/python benchmarks/spark_general_path.py [--events N] [--keys K] [--repeat R]
         [--data DIR] [--cases native,native_path,declarative,python,python_panes,python_batch,
-                          count_window,count_window_panes]
+                          count_window,count_window_panes,history,history_panes]
         [--hour 2024-03-01T05] [--result-schema]
 """
 
@@ -47,7 +50,7 @@ from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
 
 CASES = ("native", "native_path", "declarative", "python", "python_panes", "python_batch",
-         "count_window", "count_window_panes")
+         "count_window", "count_window_panes", "history", "history_panes")
 RESULT_SCHEMA = "n long, total long, pane long"
 
 
@@ -104,8 +107,11 @@ def pipelines() -> dict:
     count_window = (wl.Pipeline("bench_cw", timestamp="ts").key_by("key")
                     .window(wl.GlobalWindows.create())
                     .trigger(wl.PurgingTrigger.of(wl.CountTrigger.of(10))).process(Summary()))
+    # a key's whole history: GlobalWindows' default NeverTrigger fires once, at the end
+    history = (wl.Pipeline("bench_history", timestamp="ts").key_by("key")
+               .window(wl.GlobalWindows.create()).process(Summary()))
     return {"declarative": declarative, "python": python, "python_batch": batch,
-            "count_window": count_window}
+            "count_window": count_window, "history": history}
 
 
 def bench(spark, frame, label: str, cases: list[str], repeat: int,
@@ -124,8 +130,8 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
 
     def general(pipeline):
         # typed result columns instead of result_json (the Python case only)
-        schema = RESULT_SCHEMA if result_schema and pipeline.name in ("bench_py", "bench_cw") \
-            else None
+        schema = RESULT_SCHEMA if result_schema and pipeline.name in (
+            "bench_py", "bench_cw", "bench_history") else None
 
         def run():
             result = run_dataframe(pipeline, frame(), "arrival_hour",
@@ -144,8 +150,8 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
 
     def pane_path(name: str):
         def run():
-            schema = RESULT_SCHEMA if result_schema and name in ("python", "count_window") \
-                else None
+            schema = RESULT_SCHEMA if result_schema and name in (
+                "python", "count_window", "history") else None
             result = run_dataframe(pipelines()[name], frame(), "arrival_hour",
                                    watermark=wl.BoundedOutOfOrderness("10 minutes"),
                                    finalize=True, result_schema=schema, path="panes")
@@ -157,6 +163,7 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
     runs = {"native": native, "native_path": native_path, "python_panes": pane_path("python"),
             "python_batch": pane_path("python_batch"),
             "count_window_panes": pane_path("count_window"),
+            "history_panes": pane_path("history"),
             **{k: general(p) for k, p in pipelines().items() if k != "python_batch"}}
     labels = {"native": "hand-written Spark SQL (groupBy key, window 5 min; sum, count)",
               "native_path": "windowlib native path, declarative sum+count (all outputs)",
@@ -165,7 +172,9 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
               "python_panes": "pane path, the same ProcessWindowFunction (all outputs)",
               "python_batch": "pane path, the same as a BatchWindowFunction (all outputs)",
               "count_window": "general path, count windows of 10 (purging), the same function",
-              "count_window_panes": "pane path, the same count windows (all outputs)"}
+              "count_window_panes": "pane path, the same count windows (all outputs)",
+              "history": "general path, each key's whole history, the same function",
+              "history_panes": "pane path, the same whole histories (all outputs)"}
     native()  # warm-up
     t_native = timed(native, repeat)
     print(f"  {labels['native']:<64}{t_native:7.2f} s {n / t_native:>12,.0f} events/s")

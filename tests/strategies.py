@@ -371,14 +371,15 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
     sliding windows with the default trigger, ``after_end_of_window()`` with count early/late
     triggers, a ``ContinuousEventTimeTrigger``, a ``CountTrigger`` or a ``DeltaTrigger``, or
-    ``GlobalWindows`` with a ``CountTrigger`` (count windows) or a ``DeltaTrigger``, purging
+    ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger`` or their
+    default ``NeverTrigger``, purging
     or not, accumulating or discarding, any
     lateness, and a ``process`` function reading the pane context with per-key and per-window state
     (``PaneFn``), an ``apply`` function, or a ``BatchWindowFunction`` (``PaneStats``); behind
     a count, time or delta evictor (before or after the function) also a declarative
     aggregate, ``reduce`` or ``aggregate``."""
     size = draw(st.integers(5, 40))
-    count_window = draw(st.integers(0, 4)) == 0     # GlobalWindows + CountTrigger or DeltaTrigger
+    count_window = draw(st.integers(0, 4)) == 0     # GlobalWindows
     if count_window:
         assigner: wl.WindowAssigner = wl.GlobalWindows.create()
     elif draw(st.booleans()):
@@ -396,9 +397,12 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         wl.TimeEvictor.of(draw(st.integers(0, 15)), after),
         wl.DeltaEvictor.of(draw(st.integers(3, 10)), value_delta, after)]))
     trigger: wl.Trigger | None = None
-    kind = draw(st.sampled_from(["count", "delta"])) if count_window else draw(st.sampled_from(
-        ["default", "end", "early", "late", "both", "continuous", "count", "delta"]))
-    if kind == "delta":
+    kind = draw(st.sampled_from(["count", "delta", "never"])) if count_window \
+        else draw(st.sampled_from(["default", "end", "early", "late", "both", "continuous",
+                                   "count", "delta"]))
+    if kind == "never":      # GlobalWindows' default: one final pane when finalized
+        trigger = None if draw(st.booleans()) else wl.NeverTrigger.create()
+    elif kind == "delta":
         trigger = wl.DeltaTrigger.of(draw(st.integers(0, 8)), value_delta)
     elif kind == "continuous":
         trigger = wl.ContinuousEventTimeTrigger.of(draw(st.integers(1, 15)))
@@ -420,7 +424,8 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     if mode == "discarding" and empty_on_time:
         mode = "accumulating"   # empty discarding ON_TIME panes stay on the general path
     if not empty_on_time and draw(st.integers(0, 4)) == 0:   # FIRE_AND_PURGE: discarding
-        trigger = wl.PurgingTrigger.of(trigger or wl.EventTimeTrigger.create())
+        trigger = wl.PurgingTrigger.of(trigger or (wl.NeverTrigger.create() if kind == "never"
+                                                   else wl.EventTimeTrigger.create()))
     if mode is not None:
         p = p.accumulation(mode)
     if trigger is not None:

@@ -166,8 +166,8 @@ class Seen(wl.ProcessWindowFunction):
 
 def test_the_pane_path_takes_count_windows_and_count_triggers(spark):
     """GlobalWindows with a CountTrigger (count windows, purging or sliding with an evictor) and
-    a CountTrigger over time windows take the pane path; GlobalWindows' default trigger (it
-    never fires) and other triggers over them do not."""
+    a CountTrigger over time windows take the pane path; time triggers over GlobalWindows
+    (which never end) do not."""
     df = _frame(spark, [("a", 1, 1, 0)])
     keyed = wl.Pipeline("c", timestamp="ts").key_by("key")
     count_windows = [
@@ -179,10 +179,9 @@ def test_the_pane_path_takes_count_windows_and_count_triggers(spark):
         .apply(strategies.window_rows)]
     for p in count_windows:
         assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
-    never = keyed.window(wl.GlobalWindows.create()).process(Boom())
-    assert any("CountTrigger" in r for r in pane_reasons(never))
     continuous = keyed.window(wl.GlobalWindows.create()).trigger(
         wl.ContinuousEventTimeTrigger.of(5)).process(Boom())
+    assert any("GlobalWindows take the pane path" in r for r in pane_reasons(continuous))
     assert choose_path(continuous, "auto", df.schema).path == "general"
 
 
@@ -227,6 +226,32 @@ def test_delta_triggers_on_the_pane_path_equal_the_general_path(spark):
             result.unpersist()
         assert got["panes"] == got["general"]
         assert {r[4] for r in got["panes"]} >= {"EARLY"} and len(got["panes"]) > 10
+
+
+def test_a_key_s_whole_history_takes_the_pane_path(spark):
+    """``GlobalWindows`` with their default ``NeverTrigger`` and a process function — one pane
+    per key with all its elements at the end of a finalized input, the batch job "per key,
+    everything" — takes the pane path, with the general path's firings; without
+    ``finalize`` nothing fires. A ``NeverTrigger`` over time windows fires nothing either: its
+    windows are cleaned up, a late element still goes to the late output."""
+    rows = [(k, t, t % 5, t // 10) for k in ("a", "b", "c") for t in range(0, 40, 3)]
+    df = _frame(spark, [*rows, ("a", 1, 9, 5)])
+    keyed = wl.Pipeline("h", timestamp="ts").key_by("key")
+    history = keyed.window(wl.GlobalWindows.create()).process(Seen())
+    assert choose_path(history, "auto", df.schema).path == "panes", pane_reasons(history)
+    got = {}
+    for path in ("panes", "general"):
+        result = run_dataframe(history, df, "hour", finalize=True, path=path)
+        got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+        result.unpersist()
+    assert got["panes"] == got["general"]
+    assert sorted((r[0], r[-2]) for r in got["panes"]) == [("a", 15), ("b", 14), ("c", 14)]
+    assert run_dataframe(history, df, "hour", path="panes").firings.count() == 0
+    silent = (keyed.window(wl.TumblingEventTimeWindows.of(10)).trigger(wl.NeverTrigger.create())
+              .process(Seen()))
+    result = run_dataframe(silent, df, "hour", finalize=True, path="panes")
+    assert result.firings.count() == 0
+    assert [tuple(r)[:3] for r in result.late.collect()] == [("a", 1, 9)]
 
 
 class Fragile:

@@ -33,6 +33,9 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   error is the core's ``trigger_failed``). Like a ``CountTrigger`` it has no end-of-window
   timer, over time windows or ``GlobalWindows`` (which fire a final pane at the end of a
   finalized input with what arrived since their last firing);
+- a ``NeverTrigger`` fires nothing: time windows are cleaned up without a firing, and
+  ``GlobalWindows`` (whose default it is) fire one final pane at the end of a finalized input
+  with every element of the key (Beam's rule for the global window; the core's ``finish``);
 - a ``PurgingTrigger`` around any of these is discarding mode (``planner.pane_trigger``);
 - an **evictor** runs around each firing's function call as the core's driver runs it (both
   hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
@@ -100,6 +103,7 @@ class PaneWalkConfig:
     count_every: int | None = None      # a CountTrigger's count
     global_window: bool = False         # GlobalWindows (count windows)
     delta: Any = None                   # a DeltaTrigger
+    never: bool = False                 # a NeverTrigger
 
 
 class PaneWalker(PaneWalkBase):
@@ -121,9 +125,9 @@ class PaneWalker(PaneWalkBase):
         self.windows: dict[int, PaneWindow] = {}
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
-        self.delta = config.delta
-        # count and delta triggers register no end-of-window timer
-        self.end_timer = not (self.count_every or self.delta is not None)
+        self.delta, self.never = config.delta, config.never
+        # count, delta and never triggers register no end-of-window timer
+        self.end_timer = not (self.count_every or self.delta is not None or self.never)
         # (b*, time, start): event-time timers — a window's end (ON_TIME) or a continuous
         # firing — in the order the reference engine fires them
         self.pending: list[tuple[int, int, int]] = []
@@ -304,6 +308,9 @@ class PaneWalker(PaneWalkBase):
         by a delta trigger) arrived in bundle ``b``."""
         watermark = self.w_before[b]
         mx = MAX_TS if self.global_window else window.start + self.size - 1
+        if self.never:
+            window.early += 1      # elements since the last firing (a final global pane)
+            return
         if self.delta is not None:
             window.early += 1      # elements since the last firing (a final global pane)
             if not self._delta_fires(window, row):

@@ -3,8 +3,9 @@
 For a ``process``/``apply`` window function (or any function behind an evictor) over the
 windows and triggers the native path compiles (``planner.pane_reasons``: tumbling or sliding
 event-time windows, the default trigger or ``after_end_of_window()`` with count early/late
-triggers, accumulating or discarding; also continuous event-time, count and delta triggers,
-and ``GlobalWindows`` with a count or delta trigger), Spark SQL does everything but the
+triggers, accumulating or discarding; also continuous event-time, count and delta triggers
+and the ``NeverTrigger``, and ``GlobalWindows`` with a count or delta trigger or their default
+``NeverTrigger``), Spark SQL does everything but the
 firings, the evictor and the function::
 
     input ─► prepare_native (the bundle plan, rejects, late elements, and the kept (element,
@@ -48,7 +49,12 @@ from typing import Any
 from windowlib.core.assigners import GlobalWindows
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
-from windowlib.core.triggers import ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger
+from windowlib.core.triggers import (
+    ContinuousEventTimeTrigger,
+    CountTrigger,
+    DeltaTrigger,
+    NeverTrigger,
+)
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
 from windowlib.engines.spark.bundles import TS, BundlePlan
@@ -211,6 +217,7 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
                                  count_every=trigger.count
                                  if type(trigger) is CountTrigger else None,
                                  delta=trigger if type(trigger) is DeltaTrigger else None,
+                                 never=type(trigger) is NeverTrigger,
                                  global_window=isinstance(logic.assigner, GlobalWindows))
     return pane_config
 

@@ -44,6 +44,7 @@ from windowlib.core.triggers import (
     CountTrigger,
     DeltaTrigger,
     EventTimeTrigger,
+    NeverTrigger,
     PurgingTrigger,
 )
 from windowlib.engines.spark.native_aggs import NATIVE_KINDS
@@ -187,8 +188,9 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     ``aggregate``/``reduce`` and declarative aggregates too — without retractions or a
     ``clear`` hook, over the windows and triggers the native path compiles, a
     ``ContinuousEventTimeTrigger``, a ``CountTrigger`` (also over ``GlobalWindows``: count
-    windows) or a ``DeltaTrigger`` (also over ``GlobalWindows``), any of them inside a
-    ``PurgingTrigger``; one-shot runs only
+    windows), a ``DeltaTrigger`` or a ``NeverTrigger`` (the default of ``GlobalWindows``:
+    one final pane per key at the end of a finalized input), the last three also over
+    ``GlobalWindows``, any of them inside a ``PurgingTrigger``; one-shot runs only
     (incremental runs keep the general path's state)."""
     if pipeline.window_assigner is not None and pipeline.window_assigner.is_merging:
         return session_reasons(pipeline)
@@ -267,8 +269,8 @@ def session_sql_reasons(pipeline: Pipeline, input_types: Mapping[str, Any] | Non
 def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     """Why the native firing builders cannot compute the pipeline's firings (``panes``: for the
     pane path, which also buffers panes for evictors, fires continuous event-time, count and
-    delta triggers, and runs ``GlobalWindows`` with a ``CountTrigger`` (count windows) or a
-    ``DeltaTrigger``)."""
+    delta triggers and the ``NeverTrigger``, and runs ``GlobalWindows`` with a ``CountTrigger``
+    (count windows), a ``DeltaTrigger`` or their default ``NeverTrigger``)."""
     reasons: list[str] = []
     if pipeline.window_evictor is not None and not panes:
         reasons.append("an evictor buffers elements (FLIP-4)")
@@ -277,9 +279,10 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         reasons.append("the pipeline has no window")
         return reasons
     if panes and type(assigner) is GlobalWindows:
-        if type(pane_trigger(pipeline.effective_trigger)[0]) not in (CountTrigger, DeltaTrigger):
+        if type(pane_trigger(pipeline.effective_trigger)[0]) not in (
+                CountTrigger, DeltaTrigger, NeverTrigger):
             reasons.append("GlobalWindows take the pane path with a CountTrigger (count "
-                           "windows) or a DeltaTrigger only")
+                           "windows), a DeltaTrigger or the default NeverTrigger only")
         return reasons
     if type(assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
         name = type(assigner).__name__
@@ -294,7 +297,8 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     if panes:
         trigger, purging = pane_trigger(trigger)
         discarding = discarding or purging
-        if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger):
+        if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger,
+                             NeverTrigger):
             return reasons
     if not native_trigger(trigger):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
