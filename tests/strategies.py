@@ -372,7 +372,8 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     sliding windows with the default trigger, ``after_end_of_window()`` with count early/late
     triggers, a ``ContinuousEventTimeTrigger``, a ``CountTrigger`` or a ``DeltaTrigger``, or
     ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger`` or their
-    default ``NeverTrigger``, purging
+    default ``NeverTrigger``, or processing-time tumbling or sliding windows with their
+    default ``ProcessingTimeTrigger`` (bundles then need processing times), purging
     or not, accumulating or discarding, any
     lateness, and a ``process`` function reading the pane context with per-key and per-window state
     (``PaneFn``), an ``apply`` function, or a ``BatchWindowFunction`` (``PaneStats``); behind
@@ -380,8 +381,15 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     aggregate, ``reduce`` or ``aggregate``."""
     size = draw(st.integers(5, 40))
     count_window = draw(st.integers(0, 4)) == 0     # GlobalWindows
+    processing = not count_window and draw(st.integers(0, 5)) == 0
     if count_window:
         assigner: wl.WindowAssigner = wl.GlobalWindows.create()
+    elif processing:        # with their default ProcessingTimeTrigger
+        slide = draw(st.integers(1, size))
+        assigner = draw(st.sampled_from([
+            wl.TumblingProcessingTimeWindows.of(size, draw(st.integers(-size + 1, size - 1))),
+            wl.SlidingProcessingTimeWindows.of(size, slide,
+                                               draw(st.integers(-slide + 1, slide - 1)))]))
     elif draw(st.booleans()):
         assigner = wl.TumblingEventTimeWindows.of(size, draw(st.integers(-size + 1, size - 1)))
     else:
@@ -398,6 +406,7 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         wl.DeltaEvictor.of(draw(st.integers(3, 10)), value_delta, after)]))
     trigger: wl.Trigger | None = None
     kind = draw(st.sampled_from(["count", "delta", "never"])) if count_window \
+        else "default" if processing \
         else draw(st.sampled_from(["default", "end", "early", "late", "both", "continuous",
                                    "count", "delta"]))
     if kind == "never":      # GlobalWindows' default: one final pane when finalized
@@ -424,8 +433,7 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     if mode == "discarding" and empty_on_time:
         mode = "accumulating"   # empty discarding ON_TIME panes stay on the general path
     if not empty_on_time and draw(st.integers(0, 4)) == 0:   # FIRE_AND_PURGE: discarding
-        trigger = wl.PurgingTrigger.of(trigger or (wl.NeverTrigger.create() if kind == "never"
-                                                   else wl.EventTimeTrigger.create()))
+        trigger = wl.PurgingTrigger.of(trigger or assigner.default_trigger())
     if mode is not None:
         p = p.accumulation(mode)
     if trigger is not None:

@@ -11,7 +11,7 @@ import pytest
 from spark_session import ship_by_value
 
 import windowlib as wl
-from windowlib.engines.spark import pane_walker, run_dataframe
+from windowlib.engines.spark import pane_batches, run_dataframe
 from windowlib.engines.spark import panes as panes_module
 from windowlib.engines.spark.pane_walker import PaneWalker
 from windowlib.engines.spark.session import scoped_conf
@@ -124,7 +124,7 @@ def test_the_pane_walker_lets_go_of_input_batches_no_pane_holds(spark, monkeypat
 
     monkeypatch.setattr(PaneWalker, "_retain", counting)
     # queued firings hold their rows until process_panes runs: run it every 16 elements
-    monkeypatch.setattr(pane_walker, "BATCH_ROWS", 16)
+    monkeypatch.setattr(pane_batches, "BATCH_ROWS", 16)
     out = list(walk(iter(batches)))       # the walker in this process, over the same rows
     assert sum(b.num_rows for b in out) > 100
     assert len(most) == len(batches)

@@ -39,7 +39,9 @@ EXAMPLES = spark_examples(ci=30, local=15)
 
 
 def _equals_reference_on_drawn_bundles(p, data) -> None:
-    bundles = data.draw(strategies.bundle_lists(keys=strategies.MANY_KEYS, max_rows=12),
+    processing = not p.window_assigner.is_event_time      # windows by processing time
+    bundles = data.draw(strategies.bundle_lists(processing_time=processing,
+                                                keys=strategies.MANY_KEYS, max_rows=12),
                         label="bundles")
     assert_spark_equals_reference(p, bundles, finalize=data.draw(st.booleans()),
                                   watermark=data.draw(st.sampled_from(WATERMARKS)))
@@ -252,6 +254,34 @@ def test_a_key_s_whole_history_takes_the_pane_path(spark):
     result = run_dataframe(silent, df, "hour", finalize=True, path="panes")
     assert result.firings.count() == 0
     assert [tuple(r)[:3] for r in result.late.collect()] == [("a", 1, 9)]
+
+
+def test_processing_time_windows_take_the_pane_path(spark):
+    """Tumbling and sliding processing-time windows with their default trigger (elements
+    assigned by the bundle's processing time, fired in step 1 of the first later bundle
+    that reaches the window's end, or at the end of a finalized input) take the pane path,
+    with the general path's firings, finalized or not; another trigger over them stays on
+    the general path."""
+    rows = [(k, t, t % 7, t // 8) for k in ("a", "b") for t in range(0, 48, 3)]
+    df = _frame(spark, rows)
+    times = {0: 7, 1: 15, 2: 15, 3: 31, 4: 44, 5: 60}     # P_b per hour
+    keyed = wl.Pipeline("p", timestamp="ts").key_by("key")
+    for assigner in (wl.TumblingProcessingTimeWindows.of(10),
+                     wl.SlidingProcessingTimeWindows.of(20, 10)):
+        p = keyed.window(assigner).process(Seen())
+        assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+        for finalize in (True, False):
+            got = {}
+            for path in ("panes", "general"):
+                result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
+                                       processing_time=times)
+                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+                result.unpersist()
+            assert got["panes"] == got["general"] and len(got["panes"]) >= 6
+    counted = keyed.window(wl.TumblingProcessingTimeWindows.of(10)).trigger(
+        wl.CountTrigger.of(2)).process(Seen())
+    assert choose_path(counted, "auto", df.schema).path == "general"
+    assert any("ProcessingTimeTrigger only" in r for r in pane_reasons(counted))
 
 
 class Fragile:

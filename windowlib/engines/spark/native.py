@@ -278,7 +278,10 @@ def assign_windows(assigner: Any, accepted: Any, lateness: int) -> tuple[Any, An
       ``MX`` -1, size 0.
     - Sessions (the pane path's session walker and ``session_sql.py``): the windows merge,
       so they are assigned and judged late on the merged window later; here nothing is
-      dropped and ``kept`` is one row per element, without window columns; size 0."""
+      dropped and ``kept`` is one row per element, without window columns; size 0.
+    - Processing-time tumbling and sliding windows (the pane path): aligned as above on the
+      bundle's processing time ``P_b`` (``__wl_pb``), never late (Flink judges lateness in
+      event time only), so nothing is dropped."""
     from pyspark.sql import functions as F
 
     if assigner.is_merging:
@@ -289,21 +292,32 @@ def assign_windows(assigner: Any, accepted: Any, lateness: int) -> tuple[Any, An
         return F.lit(False), accepted, kept, 0
     size, slide, offset = assigner.size_ms, getattr(assigner, "slide_ms", assigner.size_ms), \
         assigner.offset_ms
-    ts = F.col(TS)
+    if not assigner.is_event_time:
+        kept = _aligned(accepted, PB, size, slide, offset)
+        return F.lit(False), accepted, kept.withColumn(MX, F.col(WS) + F.lit(size - 1)), size
     start_sql = f"({TS} - pmod(({TS} - {offset}), {slide}))"
-    last_start = F.expr(start_sql)
     dropped = F.expr(f"{saturating_sql(f'({start_sql} + {size - 1})', lateness)} <= {WP}")
     processed = accepted.filter(~dropped)     # a kept element: kept for its latest window
-    if slide == size:
-        kept = processed.withColumn(WS, last_start)
-    else:
-        starts = F.array(*[last_start - F.lit(i * slide) for i in range(-(-size // slide))])
-        kept = processed.withColumn(WS, F.explode(starts))
-        if size % slide:
-            kept = kept.filter(F.col(WS) > ts - F.lit(size))
+    kept = _aligned(processed, TS, size, slide, offset)
+    if slide != size:
         kept = kept.filter(plus_saturating(F.col(WS) + F.lit(size - 1), lateness)
                            > F.col(WP))
     return dropped, processed, kept.withColumn(MX, F.col(WS) + F.lit(size - 1)), size
+
+
+def _aligned(frame: Any, time: str, size: int, slide: int, offset: int) -> Any:
+    """``frame`` with one row per aligned window (SPEC §2) containing the column ``time``
+    (ms), its start in ``WS``: the latest start first, as the assigners list them."""
+    from pyspark.sql import functions as F
+
+    last_start = F.expr(f"({time} - pmod(({time} - {offset}), {slide}))")
+    if slide == size:
+        return frame.withColumn(WS, last_start)
+    starts = F.array(*[last_start - F.lit(i * slide) for i in range(-(-size // slide))])
+    kept = frame.withColumn(WS, F.explode(starts))
+    if size % slide:
+        kept = kept.filter(F.col(WS) > F.col(time) - F.lit(size))
+    return kept
 
 
 def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> NativeRun:

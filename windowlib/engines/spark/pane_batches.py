@@ -22,13 +22,62 @@ from windowlib.core.time import finite_ms
 from windowlib.engines.batch_tables import arrow_panes_table, elements_table
 from windowlib.engines.spark.columns import KIND, PHASE, SUB, B, N
 
-__all__ = ["QUEUED", "batch_firings", "run_batch"]
+__all__ = ["BATCH_ROWS", "QUEUED", "BatchQueue", "batch_firings", "run_batch"]
 
-# a queued firing (``PaneWalker._defer``): its window (``None`` for count windows), pane,
+BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)
+
+# a queued firing (``BatchQueue._defer``): its window (``None`` for count windows), pane,
 # clocks and position when it fired, its key (as read and as the function's argument) and its
 # elements (row numbers with ``arrow_elements``, else ``TimestampedValue``s)
 QUEUED = ("window_start", "window_end", "pane_index", "timing", "is_final", "watermark",
           "processing_time", B, PHASE, SUB, "out_key", "key_arg", "elements")
+
+
+class BatchQueue:
+    """The pane walker's queue of a ``BatchWindowFunction``'s firings (a mixin of
+    ``pane_walker.PaneWalker``, whose state it reads: ``batch``, ``batch_rows``,
+    ``batch_oldest``, the windows, the position and the clocks): ``process_panes`` runs once
+    per ``BATCH_ROWS`` queued elements, and with ``arrow_elements`` the oldest input row a
+    queued pane holds keeps its input batch alive."""
+
+    def _defer(self, window: Any, buffer: list, timing: Any,
+               is_final: bool) -> None:
+        """Queue a firing of a ``BatchWindowFunction`` over ``buffer`` (the pane, or what an
+        evictor left of it) as a ``pane_batches.QUEUED`` tuple."""
+        if buffer:
+            if buffer is window.buffer and not self.discarding:
+                buffer = list(buffer)      # accumulating: the pane grows on
+            position, clock, start = self.walk, self.clock, window.start
+            self.batch.append((
+                None if self.global_window else start,
+                None if self.global_window else start + self.size,
+                window.index, timing._value_, is_final, clock.watermark,
+                clock.processing_time, position.b, position.phase, position.sub,
+                self.out_key, self.scope.key_arg, buffer))
+            self.batch_rows += len(buffer)
+            if self.arrow_elements and (self.batch_oldest is None
+                                        or buffer[0] < self.batch_oldest):
+                self.batch_oldest = buffer[0]
+        window.index += 1
+        if self.discarding:
+            self.live -= len(window.buffer)
+            window.buffer = []
+        if self.batch_rows >= BATCH_ROWS:
+            self._run_batch()
+
+    def _run_batch(self) -> None:
+        """Call ``process_panes`` once for the queued firings and emit their rows in firing
+        order."""
+        panes, self.batch, self.batch_rows = self.batch, [], 0
+        if panes:
+            self.ready.append(run_batch(self, panes))
+        self.batch_oldest = None
+
+    def _oldest_row(self) -> int:
+        oldest = [w.buffer[0] for w in self.windows.values() if w.buffer]
+        if self.batch_oldest is not None:
+            oldest.append(self.batch_oldest)
+        return min(oldest, default=self.next_row)
 
 
 def run_batch(walker: Any, panes: list[tuple]) -> Any:

@@ -36,6 +36,12 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
 - a ``NeverTrigger`` fires nothing: time windows are cleaned up without a firing, and
   ``GlobalWindows`` (whose default it is) fire one final pane at the end of a finalized input
   with every element of the key (Beam's rule for the global window; the core's ``finish``);
+- **processing-time windows** (tumbling or sliding, assigned in SQL by the bundle's ``P_b``,
+  never late) with their ``ProcessingTimeTrigger``: the window's end is a processing-time
+  timer, due in step 1 (before the elements) of the first later bundle whose processing time
+  reaches ``max``, or at the end of a finalized input (processing time at +inf, the watermark
+  where it was); it fires ON_TIME and final (processing-time windows are cleaned up at
+  ``max``, Flink ignores the allowed lateness there), and the window goes;
 - a ``PurgingTrigger`` around any of these is discarding mode (``planner.pane_trigger``);
 - an **evictor** runs around each firing's function call as the core's driver runs it (both
   hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
@@ -46,7 +52,7 @@ firing over the pane (``FunctionRunner.results`` with the core's ``Context``: ``
 per window, ``global_state`` per key), its rows written as the general path's tagged rows
 (``walker.Walker.emit_result``: ``firing_row``'s columns without building the row). A
 ``BatchWindowFunction``'s firings queue up instead, and ``process_panes`` runs once per
-``BATCH_ROWS`` queued elements (``pane_batches.py``); without an evictor its panes hold
+``BATCH_ROWS`` queued elements (``pane_batches.BatchQueue``); without an evictor its panes hold
 input row numbers and their elements never become Python values (``pane_records.py``).
 **Memory**: a key's live windows and buffered elements, plus the queued batch (and, for
 row numbers, the input batches they point into); above ``max_key_state`` entries a key fails
@@ -67,22 +73,22 @@ from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner, function_failed, trigger_failed
-from windowlib.core.time import MAX_TS
+from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
     PHASE_ELEMENTS,
     PHASE_FINISH,
+    PHASE_TIMERS_PT,
     PHASE_TIMERS_WM,
     SUB,
 )
-from windowlib.engines.spark.pane_batches import run_batch
+from windowlib.engines.spark.pane_batches import BatchQueue
 from windowlib.engines.spark.pane_records import PaneWalkBase, PaneWindow
 from windowlib.engines.spark.walk_values import key_state_limit
 from windowlib.engines.spark.walker import WalkConfig
 
 WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
-BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)
 _EARLY, _ON_TIME, _LATE = Timing.EARLY, Timing.ON_TIME, Timing.LATE
 
 
@@ -104,9 +110,10 @@ class PaneWalkConfig:
     global_window: bool = False         # GlobalWindows (count windows)
     delta: Any = None                   # a DeltaTrigger
     never: bool = False                 # a NeverTrigger
+    processing: bool = False            # processing-time windows (ProcessingTimeTrigger)
 
 
-class PaneWalker(PaneWalkBase):
+class PaneWalker(BatchQueue, PaneWalkBase):
     """Walks the pane path's rows of one partition (see the module docstring;
     ``walker.make_walker(config, PaneWalker)`` is its ``mapInArrow`` function)."""
 
@@ -126,8 +133,12 @@ class PaneWalker(PaneWalkBase):
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
         self.delta, self.never = config.delta, config.never
-        # count, delta and never triggers register no end-of-window timer
-        self.end_timer = not (self.count_every or self.delta is not None or self.never)
+        self.processing = config.processing
+        # count, delta and never triggers register no end-of-window timer; processing-time
+        # windows one in processing time (``proc_timers``)
+        self.end_timer = not (self.count_every or self.delta is not None or self.never
+                              or self.processing)
+        self.proc_timers: list[tuple[int, int, int]] = []     # (b*, max, start)
         # (b*, time, start): event-time timers — a window's end (ON_TIME) or a continuous
         # firing — in the order the reference engine fires them
         self.pending: list[tuple[int, int, int]] = []
@@ -143,13 +154,16 @@ class PaneWalker(PaneWalkBase):
     # --- per key ----------------------------------------------------------------------------
     def _start(self, key: tuple, out_key: tuple) -> None:
         super()._start(key, out_key)
-        self.windows, self.pending, self.cleanups = {}, [], []
+        self.windows, self.pending, self.cleanups, self.proc_timers = {}, [], [], []
 
     def _finish_key(self) -> None:
         if self.scope is None:
             return
         self._advance(self.n_bundles)
         if self.config.finalize:
+            timers, self.proc_timers = sorted(self.proc_timers), []
+            for *_, start in timers:   # processing time at +inf; the watermark stays
+                self._processing_timer(start, self.n_bundles)
             pending, self.pending = sorted(self.pending), []
             for _, time, start in pending:     # the watermark at +inf: no timer re-arms
                 self._timer(time, start, self.n_bundles, PHASE_FINISH)
@@ -168,6 +182,10 @@ class PaneWalker(PaneWalkBase):
             if self.global_window:
                 return window         # never ends, never cleaned up
             mx = start + self.size - 1
+            if self.processing:      # due in step 1 of a later bundle; cleaned up then
+                b_star = max(bisect_left(self.P, mx), self.b_open + 1)
+                heapq.heappush(self.proc_timers, (b_star, mx, start))
+                return window
             if self.end_timer:
                 heapq.heappush(self.pending, (bisect_left(self.W, mx), mx, start))
             heapq.heappush(self.cleanups, (cleanup_time(mx, self.lateness, True), start))
@@ -177,6 +195,10 @@ class PaneWalker(PaneWalkBase):
         """Steps 3-4 of every bundle before ``b`` (the key had no elements there): ON_TIME
         firings due by then, in order, then the windows the watermark cleaned up."""
         self.b_open = b
+        timers, last = self.proc_timers, min(b, self.n_bundles - 1)
+        while timers and timers[0][0] <= last:     # step 1 of the bundles up to ``b``
+            b_star, _, start = heapq.heappop(timers)
+            self._processing_timer(start, b_star)
         pending = self.pending
         while pending and pending[0][0] < b:
             b_star, time, start = heapq.heappop(pending)
@@ -210,6 +232,25 @@ class PaneWalker(PaneWalkBase):
         if window.buffer:           # an empty pane (discarding, an evictor) is none
             self._clock_at(b, phase)
             self._fire(window, _EARLY, False)
+
+    def _processing_timer(self, start: int, b: int) -> None:
+        """A processing-time window's end, due in step 1 of bundle ``b`` (``n_bundles``: the
+        end of a finalized input): ON_TIME and final when the pane has contents, then the
+        window is cleaned up."""
+        window = self.windows.pop(start)
+        self.live -= 1 + len(window.buffer)
+        if not window.buffer:
+            return
+        position, clock = self.walk, self.clock
+        position.b, position.sub = b, 0
+        if b < self.n_bundles:
+            position.phase = PHASE_TIMERS_PT
+            clock.watermark, clock.processing_time = self.w_before[b], self.P[b]
+        else:
+            position.phase = PHASE_FINISH
+            clock.watermark = self.W[-1] if self.W else MIN_TS
+            clock.processing_time = MAX_TS
+        self._fire(window, _ON_TIME, True)
 
     def _on_time(self, window: PaneWindow, b: int, phase: int) -> None:
         # a pane that discarding (or an evictor) emptied is none
@@ -262,51 +303,13 @@ class PaneWalker(PaneWalkBase):
         window.buffer = elements
         return results
 
-    # --- batch functions: many panes per call (core/batch.py) -------------------------------
-    def _defer(self, window: PaneWindow, buffer: list, timing: Timing,
-               is_final: bool) -> None:
-        """Queue a firing of a ``BatchWindowFunction`` over ``buffer`` (the pane, or what an
-        evictor left of it) as a ``pane_batches.QUEUED`` tuple."""
-        if buffer:
-            if buffer is window.buffer and not self.discarding:
-                buffer = list(buffer)      # accumulating: the pane grows on
-            position, clock, start = self.walk, self.clock, window.start
-            self.batch.append((
-                None if self.global_window else start,
-                None if self.global_window else start + self.size,
-                window.index, timing._value_, is_final, clock.watermark,
-                clock.processing_time, position.b, position.phase, position.sub,
-                self.out_key, self.scope.key_arg, buffer))
-            self.batch_rows += len(buffer)
-            if self.arrow_elements and (self.batch_oldest is None
-                                        or buffer[0] < self.batch_oldest):
-                self.batch_oldest = buffer[0]
-        window.index += 1
-        if self.discarding:
-            self.live -= len(window.buffer)
-            window.buffer = []
-        if self.batch_rows >= BATCH_ROWS:
-            self._run_batch()
-
-    def _run_batch(self) -> None:
-        """Call ``process_panes`` once for the queued firings and emit their rows in firing
-        order."""
-        panes, self.batch, self.batch_rows = self.batch, [], 0
-        if panes:
-            self.ready.append(run_batch(self, panes))
-        self.batch_oldest = None
-
-    def _oldest_row(self) -> int:
-        oldest = [w.buffer[0] for w in self.windows.values() if w.buffer]
-        if self.batch_oldest is not None:
-            oldest.append(self.batch_oldest)
-        return min(oldest, default=self.next_row)
-
     def _element(self, window: PaneWindow, b: int, sub: int, ts: int,
                  row: dict | None = None) -> None:
         """The counters of ``window`` after one of its elements (``row``: its values, read
         by a delta trigger) arrived in bundle ``b``."""
         watermark = self.w_before[b]
+        if self.processing:      # fires by processing time only
+            return
         mx = MAX_TS if self.global_window else window.start + self.size - 1
         if self.never:
             window.early += 1      # elements since the last firing (a final global pane)

@@ -4,8 +4,9 @@ For a ``process``/``apply`` window function (or any function behind an evictor) 
 windows and triggers the native path compiles (``planner.pane_reasons``: tumbling or sliding
 event-time windows, the default trigger or ``after_end_of_window()`` with count early/late
 triggers, accumulating or discarding; also continuous event-time, count and delta triggers
-and the ``NeverTrigger``, and ``GlobalWindows`` with a count or delta trigger or their default
-``NeverTrigger``), Spark SQL does everything but the
+and the ``NeverTrigger``, ``GlobalWindows`` with a count or delta trigger or their default
+``NeverTrigger``, and processing-time tumbling or sliding windows with their default trigger),
+Spark SQL does everything but the
 firings, the evictor and the function::
 
     input ─► prepare_native (the bundle plan, rejects, late elements, and the kept (element,
@@ -218,6 +219,7 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
                                  if type(trigger) is CountTrigger else None,
                                  delta=trigger if type(trigger) is DeltaTrigger else None,
                                  never=type(trigger) is NeverTrigger,
+                                 processing=not logic.assigner.is_event_time,
                                  global_window=isinstance(logic.assigner, GlobalWindows))
     return pane_config
 

@@ -31,7 +31,9 @@ from windowlib.core.assigners import (
     EventTimeSessionWindows,
     GlobalWindows,
     SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
     TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
 )
 from windowlib.core.errors import DefinitionError
 from windowlib.core.functions import ProcessWindowFunction
@@ -45,6 +47,7 @@ from windowlib.core.triggers import (
     DeltaTrigger,
     EventTimeTrigger,
     NeverTrigger,
+    ProcessingTimeTrigger,
     PurgingTrigger,
 )
 from windowlib.engines.spark.native_aggs import NATIVE_KINDS
@@ -190,7 +193,8 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     ``ContinuousEventTimeTrigger``, a ``CountTrigger`` (also over ``GlobalWindows``: count
     windows), a ``DeltaTrigger`` or a ``NeverTrigger`` (the default of ``GlobalWindows``:
     one final pane per key at the end of a finalized input), the last three also over
-    ``GlobalWindows``, any of them inside a ``PurgingTrigger``; one-shot runs only
+    ``GlobalWindows``, and processing-time tumbling or sliding windows with their default
+    ``ProcessingTimeTrigger``, any of them inside a ``PurgingTrigger``; one-shot runs only
     (incremental runs keep the general path's state)."""
     if pipeline.window_assigner is not None and pipeline.window_assigner.is_merging:
         return session_reasons(pipeline)
@@ -270,7 +274,8 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     """Why the native firing builders cannot compute the pipeline's firings (``panes``: for the
     pane path, which also buffers panes for evictors, fires continuous event-time, count and
     delta triggers and the ``NeverTrigger``, and runs ``GlobalWindows`` with a ``CountTrigger``
-    (count windows), a ``DeltaTrigger`` or their default ``NeverTrigger``)."""
+    (count windows), a ``DeltaTrigger`` or their default ``NeverTrigger``, and processing-time
+    tumbling or sliding windows with their default ``ProcessingTimeTrigger``)."""
     reasons: list[str] = []
     if pipeline.window_evictor is not None and not panes:
         reasons.append("an evictor buffers elements (FLIP-4)")
@@ -283,6 +288,11 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
                 CountTrigger, DeltaTrigger, NeverTrigger):
             reasons.append("GlobalWindows take the pane path with a CountTrigger (count "
                            "windows), a DeltaTrigger or the default NeverTrigger only")
+        return reasons
+    if panes and type(assigner) in (TumblingProcessingTimeWindows, SlidingProcessingTimeWindows):
+        if type(pane_trigger(pipeline.effective_trigger)[0]) is not ProcessingTimeTrigger:
+            reasons.append("processing-time windows take the pane path with their default "
+                           "ProcessingTimeTrigger only")
         return reasons
     if type(assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
         name = type(assigner).__name__
