@@ -366,6 +366,13 @@ class PaneStats(wl.BatchWindowFunction):
                          "when": grouped.column("timing_max")})
 
 
+def needs_processing_time(p: wl.Pipeline) -> bool:
+    """Whether ``p``'s windows or trigger follow processing time (its bundles then need
+    processing times: ``bundle_lists(processing_time=True)``)."""
+    return not p.window_assigner.is_event_time or \
+        "ProcessingTimeTrigger" in repr(p.effective_trigger)
+
+
 @st.composite
 def pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
@@ -373,7 +380,7 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     triggers, a ``ContinuousEventTimeTrigger``, a ``CountTrigger`` or a ``DeltaTrigger``, or
     ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger`` or their
     default ``NeverTrigger``, or processing-time tumbling or sliding windows with their
-    default ``ProcessingTimeTrigger`` (bundles then need processing times), purging
+    default ``ProcessingTimeTrigger``, purging
     or not, accumulating or discarding, any
     lateness, and a ``process`` function reading the pane context with per-key and per-window state
     (``PaneFn``), an ``apply`` function, or a ``BatchWindowFunction`` (``PaneStats``); behind
@@ -423,8 +430,10 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
             fire_empty_on_time=evictor is None and draw(st.booleans()))
         counts = [wl.CountTrigger.at_least(draw(st.integers(1, 4))),
                   wl.CountTrigger.of(draw(st.integers(1, 4)))]
-        if kind in ("early", "both"):
-            trigger = trigger.with_early_trigger(draw(st.sampled_from(counts)))
+        if kind in ("early", "both"):     # or by processing time (bundles then need one)
+            trigger = trigger.with_early_trigger(draw(st.sampled_from([
+                *counts, wl.ProcessingTimeTrigger.after_first_element(
+                    draw(st.integers(0, 40)))])))
         if kind in ("late", "both"):
             trigger = trigger.with_late_trigger(draw(st.sampled_from(counts)))
     mode = draw(st.sampled_from([None, "accumulating", "discarding"]))

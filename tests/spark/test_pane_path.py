@@ -39,8 +39,7 @@ EXAMPLES = spark_examples(ci=30, local=15)
 
 
 def _equals_reference_on_drawn_bundles(p, data) -> None:
-    processing = not p.window_assigner.is_event_time      # windows by processing time
-    bundles = data.draw(strategies.bundle_lists(processing_time=processing,
+    bundles = data.draw(strategies.bundle_lists(processing_time=strategies.needs_processing_time(p),
                                                 keys=strategies.MANY_KEYS, max_rows=12),
                         label="bundles")
     assert_spark_equals_reference(p, bundles, finalize=data.draw(st.booleans()),
@@ -282,6 +281,33 @@ def test_processing_time_windows_take_the_pane_path(spark):
         wl.CountTrigger.of(2)).process(Seen())
     assert choose_path(counted, "auto", df.schema).path == "general"
     assert any("ProcessingTimeTrigger only" in r for r in pane_reasons(counted))
+
+
+def test_early_firings_by_processing_time_take_the_pane_path(spark):
+    """``after_end_of_window()`` with an early ``ProcessingTimeTrigger.after_first_element``
+    (Beam's "early results every so often"): the timer armed by the first element since the
+    last firing fires EARLY in step 1 of a later bundle whose processing time reaches it,
+    is void once the window's end has passed, and late elements fire at once — on the pane
+    path, with the general path's firings, finalized or not."""
+    rows = [(k, t, t % 7, t // 8) for k in ("a", "b") for t in range(0, 48, 3)]
+    rows += [("a", 2, 5, 4), ("b", 20, 6, 5)]                # late, within the lateness
+    df = _frame(spark, rows)
+    times = {0: 7, 1: 15, 2: 15, 3: 31, 4: 44, 5: 60}      # P_b per hour
+    early = (wl.EventTimeTrigger.after_end_of_window()
+             .with_early_trigger(wl.ProcessingTimeTrigger.after_first_element(8)))
+    p = (wl.Pipeline("e", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(20)).trigger(early)
+         .allowed_lateness(40).process(Seen()))
+    assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+    for finalize in (True, False):
+        got = {}
+        for path in ("panes", "general"):
+            result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
+                                   processing_time=times)
+            got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+            result.unpersist()
+        assert got["panes"] == got["general"]
+        assert {"EARLY", "ON_TIME", "LATE"} <= {r[4] for r in got["panes"]}
 
 
 class Fragile:

@@ -47,7 +47,9 @@ class PaneWindow:
         self.buffer: list[TimestampedValue] = []
         self.fn_state: dict = {}
         self.on_time = self.early = self.late = self.index = 0
-        self.fire_at: int | None = None     # a continuous trigger's next firing time
+        # the next firing time of a continuous trigger, or of an early processing-time
+        # after_first_element trigger
+        self.fire_at: int | None = None
         self.last: dict | None = None       # a delta trigger's element of the last firing
 
 

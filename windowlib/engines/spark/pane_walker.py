@@ -22,6 +22,12 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   watermark reaches it (never an earlier bundle than the one that armed it) it fires EARLY when
   the pane has contents and re-arms ``every`` later; at the end of a finalized input it fires
   once more without re-arming; ``max`` is the ON_TIME timer; late elements fire at once;
+- an early ``ProcessingTimeTrigger.after_first_element(delay)``: the first on-time element
+  since the window's last firing (of bundle ``b``) arms a processing-time timer at
+  ``P_b + delay``, due in step 1 (before the elements) of the first later bundle whose
+  processing time reaches it, or at the end of a finalized input (before the watermark
+  moves): it fires EARLY when the window is still before its end (``W_{j-1} < max``) and the
+  pane has contents; once the end has passed it is void (the early phase is over);
 - a ``CountTrigger`` fires every ``count_every``-th element of the window, on time (EARLY)
   or late (LATE), and has no end-of-window timer; **count windows** (``GlobalWindows``) never
   end, are never cleaned up, and fire a final ON_TIME pane at the end of a finalized input
@@ -73,18 +79,18 @@ from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner, function_failed, trigger_failed
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.time import MAX_TS
 from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
     PHASE_ELEMENTS,
     PHASE_FINISH,
-    PHASE_TIMERS_PT,
     PHASE_TIMERS_WM,
     SUB,
 )
 from windowlib.engines.spark.pane_batches import BatchQueue
 from windowlib.engines.spark.pane_records import PaneWalkBase, PaneWindow
+from windowlib.engines.spark.pane_timers import ProcessingTimers
 from windowlib.engines.spark.walk_values import key_state_limit
 from windowlib.engines.spark.walker import WalkConfig
 
@@ -111,9 +117,10 @@ class PaneWalkConfig:
     delta: Any = None                   # a DeltaTrigger
     never: bool = False                 # a NeverTrigger
     processing: bool = False            # processing-time windows (ProcessingTimeTrigger)
+    early_delay: int | None = None      # early ProcessingTimeTrigger.after_first_element
 
 
-class PaneWalker(BatchQueue, PaneWalkBase):
+class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
     """Walks the pane path's rows of one partition (see the module docstring;
     ``walker.make_walker(config, PaneWalker)`` is its ``mapInArrow`` function)."""
 
@@ -133,12 +140,14 @@ class PaneWalker(BatchQueue, PaneWalkBase):
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
         self.delta, self.never = config.delta, config.never
-        self.processing = config.processing
+        self.processing, self.early_delay = config.processing, config.early_delay
         # count, delta and never triggers register no end-of-window timer; processing-time
         # windows one in processing time (``proc_timers``)
         self.end_timer = not (self.count_every or self.delta is not None or self.never
                               or self.processing)
-        self.proc_timers: list[tuple[int, int, int]] = []     # (b*, max, start)
+        # processing-time timers (b*, time, start): a processing-time window's end, or an
+        # early after_first_element firing
+        self.proc_timers: list[tuple[int, int, int]] = []
         # (b*, time, start): event-time timers — a window's end (ON_TIME) or a continuous
         # firing — in the order the reference engine fires them
         self.pending: list[tuple[int, int, int]] = []
@@ -162,8 +171,8 @@ class PaneWalker(BatchQueue, PaneWalkBase):
         self._advance(self.n_bundles)
         if self.config.finalize:
             timers, self.proc_timers = sorted(self.proc_timers), []
-            for *_, start in timers:   # processing time at +inf; the watermark stays
-                self._processing_timer(start, self.n_bundles)
+            for _, time, start in timers:   # processing time at +inf; the watermark stays
+                self._proc_timer(time, start, self.n_bundles)
             pending, self.pending = sorted(self.pending), []
             for _, time, start in pending:     # the watermark at +inf: no timer re-arms
                 self._timer(time, start, self.n_bundles, PHASE_FINISH)
@@ -195,14 +204,18 @@ class PaneWalker(BatchQueue, PaneWalkBase):
         """Steps 3-4 of every bundle before ``b`` (the key had no elements there): ON_TIME
         firings due by then, in order, then the windows the watermark cleaned up."""
         self.b_open = b
-        timers, last = self.proc_timers, min(b, self.n_bundles - 1)
-        while timers and timers[0][0] <= last:     # step 1 of the bundles up to ``b``
-            b_star, _, start = heapq.heappop(timers)
-            self._processing_timer(start, b_star)
-        pending = self.pending
-        while pending and pending[0][0] < b:
-            b_star, time, start = heapq.heappop(pending)
-            self._timer(time, start, b_star, PHASE_TIMERS_WM)
+        timers, pending, last = self.proc_timers, self.pending, min(b, self.n_bundles - 1)
+        while True:     # step 1 of the bundles up to ``b``, step 3 of those before it
+            proc = timers and timers[0][0] <= last
+            event = pending and pending[0][0] < b
+            if proc and (not event or timers[0][0] <= pending[0][0]):
+                b_star, time, start = heapq.heappop(timers)
+                self._proc_timer(time, start, b_star)
+            elif event:
+                b_star, time, start = heapq.heappop(pending)
+                self._timer(time, start, b_star, PHASE_TIMERS_WM)
+            else:
+                break
         if b == 0:
             return
         watermark, heap = self.W[min(b, self.n_bundles) - 1], self.cleanups
@@ -232,25 +245,6 @@ class PaneWalker(BatchQueue, PaneWalkBase):
         if window.buffer:           # an empty pane (discarding, an evictor) is none
             self._clock_at(b, phase)
             self._fire(window, _EARLY, False)
-
-    def _processing_timer(self, start: int, b: int) -> None:
-        """A processing-time window's end, due in step 1 of bundle ``b`` (``n_bundles``: the
-        end of a finalized input): ON_TIME and final when the pane has contents, then the
-        window is cleaned up."""
-        window = self.windows.pop(start)
-        self.live -= 1 + len(window.buffer)
-        if not window.buffer:
-            return
-        position, clock = self.walk, self.clock
-        position.b, position.sub = b, 0
-        if b < self.n_bundles:
-            position.phase = PHASE_TIMERS_PT
-            clock.watermark, clock.processing_time = self.w_before[b], self.P[b]
-        else:
-            position.phase = PHASE_FINISH
-            clock.watermark = self.W[-1] if self.W else MIN_TS
-            clock.processing_time = MAX_TS
-        self._fire(window, _ON_TIME, True)
 
     def _on_time(self, window: PaneWindow, b: int, phase: int) -> None:
         # a pane that discarding (or an evictor) emptied is none
@@ -331,6 +325,10 @@ class PaneWalker(BatchQueue, PaneWalkBase):
                 if at < mx:         # at the end it is the end's own timer; one at or before
                     # the watermark fires in this bundle's step 3
                     heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at,
+                                                  window.start))
+            elif self.early_delay is not None and window.fire_at is None:
+                at = window.fire_at = self.P[b] + self.early_delay     # due in a later bundle
+                heapq.heappush(self.proc_timers, (max(bisect_left(self.P, at), b + 1), at,
                                                   window.start))
             every, timing = self.early_every, _EARLY
             if not every:

@@ -44,13 +44,14 @@ run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from windowlib.core.assigners import GlobalWindows
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.triggers import (
+    AfterFirstElement,
     ContinuousEventTimeTrigger,
     CountTrigger,
     DeltaTrigger,
@@ -208,7 +209,9 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
 def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
     """The pane walker's configuration for the windows and trigger of ``logic``."""
     trigger, purging = pane_trigger(logic.trigger)
-    early, late_every = count_phases(trigger)
+    first = getattr(trigger, "early", None)
+    delay = first.delay_ms if type(first) is AfterFirstElement else None
+    early, late_every = count_phases(trigger if delay is None else replace(trigger, early=None))
     pane_config = PaneWalkConfig(walk=config, size_ms=parts.size, lateness_ms=parts.lateness,
                                  early=early, late_every=late_every or 1,
                                  discarding=purging or not parts.accumulating,
@@ -220,6 +223,7 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
                                  delta=trigger if type(trigger) is DeltaTrigger else None,
                                  never=type(trigger) is NeverTrigger,
                                  processing=not logic.assigner.is_event_time,
+                                 early_delay=delay,
                                  global_window=isinstance(logic.assigner, GlobalWindows))
     return pane_config
 

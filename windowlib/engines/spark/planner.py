@@ -41,6 +41,7 @@ from windowlib.core.outputs import RESERVED_COLUMNS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.triggers import (
     AfterEndOfWindow,
+    AfterFirstElement,
     ContinuousEventTimeTrigger,
     CountAtLeast,
     CountTrigger,
@@ -193,8 +194,10 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     ``ContinuousEventTimeTrigger``, a ``CountTrigger`` (also over ``GlobalWindows``: count
     windows), a ``DeltaTrigger`` or a ``NeverTrigger`` (the default of ``GlobalWindows``:
     one final pane per key at the end of a finalized input), the last three also over
-    ``GlobalWindows``, and processing-time tumbling or sliding windows with their default
-    ``ProcessingTimeTrigger``, any of them inside a ``PurgingTrigger``; one-shot runs only
+    ``GlobalWindows``, processing-time tumbling or sliding windows with their default
+    ``ProcessingTimeTrigger``, any of them inside a ``PurgingTrigger``, and
+    ``after_end_of_window()`` with an early ``ProcessingTimeTrigger.after_first_element``
+    (``pane_dsl_trigger``); one-shot runs only
     (incremental runs keep the general path's state)."""
     if pipeline.window_assigner is not None and pipeline.window_assigner.is_merging:
         return session_reasons(pipeline)
@@ -310,7 +313,7 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger,
                              NeverTrigger):
             return reasons
-    if not native_trigger(trigger):
+    if not (native_trigger(trigger) or (panes and pane_dsl_trigger(trigger))):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
                        "EventTimeTrigger or after_end_of_window() with count early/late "
                        "triggers)")
@@ -327,6 +330,15 @@ def pane_trigger(trigger: Any) -> tuple[Any, bool]:
     if type(trigger) is PurgingTrigger:
         return trigger.nested, True
     return trigger, False
+
+
+def pane_dsl_trigger(trigger: Any) -> bool:
+    """The ``after_end_of_window()`` triggers the pane path fires beyond the native ones: an
+    early ``ProcessingTimeTrigger.after_first_element(delay)`` (with a count late trigger or
+    none)."""
+    return (type(trigger) is AfterEndOfWindow and trigger.event_time
+            and type(trigger.early) is AfterFirstElement and not trigger.early.event_time
+            and (trigger.late is None or type(trigger.late) in (CountAtLeast, CountTrigger)))
 
 
 def native_trigger(trigger: Any) -> bool:
