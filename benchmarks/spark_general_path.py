@@ -20,12 +20,16 @@ collected):
 - ``history`` / ``history_panes``: each key's whole history in one pane (``GlobalWindows`` and
   their default ``NeverTrigger``, fired at the end of the finalized input) with the same
   function, on the general and the pane path;
+- ``proc_early`` / ``proc_early_panes``: the Python case's window with early firings by
+  processing time instead of by count (``ProcessingTimeTrigger.after_first_element(10 min)``:
+  the hour after the first element's arrival), on the general and the pane path;
 - ``--hour``: the same three over one hourly partition (one bundle, ~100k distinct keys at the
   default size), where the fixed cost per key and per Python call dominates.
 
     .venv/bin/python benchmarks/spark_general_path.py [--events N] [--keys K] [--repeat R]
         [--data DIR] [--cases native,native_path,declarative,python,python_panes,python_batch,
-                          count_window,count_window_panes,history,history_panes]
+                          count_window,count_window_panes,history,history_panes,
+                          proc_early,proc_early_panes]
         [--hour 2024-03-01T05] [--result-schema]
 """
 
@@ -50,7 +54,8 @@ from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
 
 CASES = ("native", "native_path", "declarative", "python", "python_panes", "python_batch",
-         "count_window", "count_window_panes", "history", "history_panes")
+         "count_window", "count_window_panes", "history", "history_panes", "proc_early",
+         "proc_early_panes")
 RESULT_SCHEMA = "n long, total long, pane long"
 
 
@@ -110,8 +115,13 @@ def pipelines() -> dict:
     # a key's whole history: GlobalWindows' default NeverTrigger fires once, at the end
     history = (wl.Pipeline("bench_history", timestamp="ts").key_by("key")
                .window(wl.GlobalWindows.create()).process(Summary()))
+    proc_early = (wl.Pipeline("bench_proc", timestamp="ts").key_by("key")
+                  .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(5)))
+                  .trigger(wl.EventTimeTrigger.after_end_of_window().with_early_trigger(
+                      wl.ProcessingTimeTrigger.after_first_element(wl.Time.minutes(10))))
+                  .allowed_lateness(wl.Time.hours(1)).process(Summary()))
     return {"declarative": declarative, "python": python, "python_batch": batch,
-            "count_window": count_window, "history": history}
+            "count_window": count_window, "history": history, "proc_early": proc_early}
 
 
 def bench(spark, frame, label: str, cases: list[str], repeat: int,
@@ -131,7 +141,7 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
     def general(pipeline):
         # typed result columns instead of result_json (the Python case only)
         schema = RESULT_SCHEMA if result_schema and pipeline.name in (
-            "bench_py", "bench_cw", "bench_history") else None
+            "bench_py", "bench_cw", "bench_history", "bench_proc") else None
 
         def run():
             result = run_dataframe(pipeline, frame(), "arrival_hour",
@@ -151,7 +161,7 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
     def pane_path(name: str):
         def run():
             schema = RESULT_SCHEMA if result_schema and name in (
-                "python", "count_window", "history") else None
+                "python", "count_window", "history", "proc_early") else None
             result = run_dataframe(pipelines()[name], frame(), "arrival_hour",
                                    watermark=wl.BoundedOutOfOrderness("10 minutes"),
                                    finalize=True, result_schema=schema, path="panes")
@@ -164,6 +174,7 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
             "python_batch": pane_path("python_batch"),
             "count_window_panes": pane_path("count_window"),
             "history_panes": pane_path("history"),
+            "proc_early_panes": pane_path("proc_early"),
             **{k: general(p) for k, p in pipelines().items() if k != "python_batch"}}
     labels = {"native": "hand-written Spark SQL (groupBy key, window 5 min; sum, count)",
               "native_path": "windowlib native path, declarative sum+count (all outputs)",
@@ -174,7 +185,9 @@ def bench(spark, frame, label: str, cases: list[str], repeat: int,
               "count_window": "general path, count windows of 10 (purging), the same function",
               "count_window_panes": "pane path, the same count windows (all outputs)",
               "history": "general path, each key's whole history, the same function",
-              "history_panes": "pane path, the same whole histories (all outputs)"}
+              "history_panes": "pane path, the same whole histories (all outputs)",
+              "proc_early": "general path, early firings by processing time, the same fn",
+              "proc_early_panes": "pane path, the same early firings (all outputs)"}
     native()  # warm-up
     t_native = timed(native, repeat)
     print(f"  {labels['native']:<64}{t_native:7.2f} s {n / t_native:>12,.0f} events/s")
