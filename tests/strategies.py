@@ -377,7 +377,8 @@ def needs_processing_time(p: wl.Pipeline) -> bool:
 def pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
     sliding windows with the default trigger, ``after_end_of_window()`` with count early/late
-    triggers, a ``ContinuousEventTimeTrigger``, a ``CountTrigger`` or a ``DeltaTrigger``, or
+    triggers (early ones also by processing time), a ``ContinuousEventTimeTrigger``, a
+    ``CountTrigger``, a ``DeltaTrigger`` or ``ProcessingTimeTrigger.after_first_element``, or
     ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger`` or their
     default ``NeverTrigger``, or processing-time tumbling or sliding windows with their
     default ``ProcessingTimeTrigger``, purging
@@ -415,8 +416,10 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     kind = draw(st.sampled_from(["count", "delta", "never"])) if count_window \
         else "default" if processing \
         else draw(st.sampled_from(["default", "end", "early", "late", "both", "continuous",
-                                   "count", "delta"]))
-    if kind == "never":      # GlobalWindows' default: one final pane when finalized
+                                   "count", "delta", "first"]))
+    if kind == "first":     # by processing time (bundles then need one)
+        trigger = wl.ProcessingTimeTrigger.after_first_element(draw(st.integers(0, 40)))
+    elif kind == "never":      # GlobalWindows' default: one final pane when finalized
         trigger = None if draw(st.booleans()) else wl.NeverTrigger.create()
     elif kind == "delta":
         trigger = wl.DeltaTrigger.of(draw(st.integers(0, 8)), value_delta)

@@ -288,26 +288,29 @@ def test_early_firings_by_processing_time_take_the_pane_path(spark):
     (Beam's "early results every so often"): the timer armed by the first element since the
     last firing fires EARLY in step 1 of a later bundle whose processing time reaches it,
     is void once the window's end has passed, and late elements fire at once — on the pane
-    path, with the general path's firings, finalized or not."""
+    path, with the general path's firings, finalized or not. The same trigger alone fires
+    by processing time only: EARLY, then LATE for late elements, never ON_TIME."""
     rows = [(k, t, t % 7, t // 8) for k in ("a", "b") for t in range(0, 48, 3)]
     rows += [("a", 2, 5, 4), ("b", 20, 6, 5)]                # late, within the lateness
     df = _frame(spark, rows)
     times = {0: 7, 1: 15, 2: 15, 3: 31, 4: 44, 5: 60}      # P_b per hour
     early = (wl.EventTimeTrigger.after_end_of_window()
              .with_early_trigger(wl.ProcessingTimeTrigger.after_first_element(8)))
-    p = (wl.Pipeline("e", timestamp="ts").key_by("key")
-         .window(wl.TumblingEventTimeWindows.of(20)).trigger(early)
-         .allowed_lateness(40).process(Seen()))
-    assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
-    for finalize in (True, False):
-        got = {}
-        for path in ("panes", "general"):
-            result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
-                                   processing_time=times)
-            got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-            result.unpersist()
-        assert got["panes"] == got["general"]
-        assert {"EARLY", "ON_TIME", "LATE"} <= {r[4] for r in got["panes"]}
+    alone = wl.ProcessingTimeTrigger.after_first_element(8)    # EARLY, then LATE; no ON_TIME
+    for trigger, timings in ((early, {"EARLY", "ON_TIME", "LATE"}), (alone, {"EARLY", "LATE"})):
+        p = (wl.Pipeline("e", timestamp="ts").key_by("key")
+             .window(wl.TumblingEventTimeWindows.of(20)).trigger(trigger)
+             .allowed_lateness(40).process(Seen()))
+        assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+        for finalize in (True, False):
+            got = {}
+            for path in ("panes", "general"):
+                result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
+                                       processing_time=times)
+                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+                result.unpersist()
+            assert got["panes"] == got["general"]
+            assert {r[4] for r in got["panes"]} == timings
 
 
 class Fragile:

@@ -6,6 +6,11 @@ before the watermark moves)."""
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left
+from typing import Any
+
+from windowlib.core.lateness import cleanup_time
 from windowlib.core.pane import Timing
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.engines.spark.columns import PHASE_FINISH, PHASE_TIMERS_PT
@@ -17,6 +22,13 @@ class ProcessingTimers:
     """Reads the walker's windows, bundle clocks (``P``, ``W``, ``w_before``), position and
     configuration (``processing``, ``size``); fires through its ``_fire``."""
 
+    def _arm(self, window: Any, b: int, delay: int) -> None:
+        """An ``after_first_element`` timer for an element of bundle ``b``: ``P_b + delay``,
+        due in step 1 of the first later bundle whose processing time reaches it."""
+        at = window.fire_at = self.P[b] + delay
+        heapq.heappush(self.proc_timers,
+                       (max(bisect_left(self.P, at), b + 1), at, window.start))
+
     def _proc_timer(self, time: int, start: int, b: int) -> None:
         """A processing-time timer due in step 1 of bundle ``b`` (``n_bundles``: the end of a
         finalized input)."""
@@ -26,10 +38,14 @@ class ProcessingTimers:
         window = self.windows.get(start)     # an early after_first_element firing
         if window is None or window.fire_at != time:
             return
-        window.fire_at = None          # the early trigger restarts, or its phase is over
+        window.fire_at = None          # the trigger restarts (or the early phase is over)
         self._step_one(b)
-        # past the window's end the early phase is over; an empty pane does not fire
-        if self.clock.watermark < window.start + self.size - 1 and window.buffer:
+        mx, watermark = window.start + self.size - 1, self.clock.watermark
+        if self.first_delay is not None:      # the window's own trigger
+            # (a window the watermark cleaned up before this step is gone)
+            if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
+                self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)
+        elif watermark < mx and window.buffer:  # early: void past the end; no empty pane
             self._fire(window, Timing.EARLY, False)
 
     def _step_one(self, b: int) -> None:

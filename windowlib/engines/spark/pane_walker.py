@@ -28,6 +28,10 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   processing time reaches it, or at the end of a finalized input (before the watermark
   moves): it fires EARLY when the window is still before its end (``W_{j-1} < max``) and the
   pane has contents; once the end has passed it is void (the early phase is over);
+- ``ProcessingTimeTrigger.after_first_element(delay)`` as the window's trigger: the same
+  timer, armed by the first element since the last firing, on time or late; it fires in step
+  1 of its bundle, EARLY before the window's end and LATE after it, unless the watermark
+  cleaned the window up first; no end-of-window timer;
 - a ``CountTrigger`` fires every ``count_every``-th element of the window, on time (EARLY)
   or late (LATE), and has no end-of-window timer; **count windows** (``GlobalWindows``) never
   end, are never cleaned up, and fire a final ON_TIME pane at the end of a finalized input
@@ -118,6 +122,7 @@ class PaneWalkConfig:
     never: bool = False                 # a NeverTrigger
     processing: bool = False            # processing-time windows (ProcessingTimeTrigger)
     early_delay: int | None = None      # early ProcessingTimeTrigger.after_first_element
+    first_delay: int | None = None      # ProcessingTimeTrigger.after_first_element alone
 
 
 class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
@@ -141,10 +146,11 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         self.count_every, self.global_window = config.count_every, config.global_window
         self.delta, self.never = config.delta, config.never
         self.processing, self.early_delay = config.processing, config.early_delay
+        self.first_delay = config.first_delay
         # count, delta and never triggers register no end-of-window timer; processing-time
         # windows one in processing time (``proc_timers``)
         self.end_timer = not (self.count_every or self.delta is not None or self.never
-                              or self.processing)
+                              or self.processing or self.first_delay is not None)
         # processing-time timers (b*, time, start): a processing-time window's end, or an
         # early after_first_element firing
         self.proc_timers: list[tuple[int, int, int]] = []
@@ -304,6 +310,10 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         watermark = self.w_before[b]
         if self.processing:      # fires by processing time only
             return
+        if self.first_delay is not None:      # fires by its processing-time timer only
+            if window.fire_at is None:
+                self._arm(window, b, self.first_delay)
+            return
         mx = MAX_TS if self.global_window else window.start + self.size - 1
         if self.never:
             window.early += 1      # elements since the last firing (a final global pane)
@@ -327,9 +337,7 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
                     heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at,
                                                   window.start))
             elif self.early_delay is not None and window.fire_at is None:
-                at = window.fire_at = self.P[b] + self.early_delay     # due in a later bundle
-                heapq.heappush(self.proc_timers, (max(bisect_left(self.P, at), b + 1), at,
-                                                  window.start))
+                self._arm(window, b, self.early_delay)
             every, timing = self.early_every, _EARLY
             if not every:
                 return

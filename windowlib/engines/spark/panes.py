@@ -224,6 +224,8 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
                                  never=type(trigger) is NeverTrigger,
                                  processing=not logic.assigner.is_event_time,
                                  early_delay=delay,
+                                 first_delay=trigger.delay_ms
+                                 if type(trigger) is AfterFirstElement else None,
                                  global_window=isinstance(logic.assigner, GlobalWindows))
     return pane_config
 

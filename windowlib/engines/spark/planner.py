@@ -195,7 +195,8 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     windows), a ``DeltaTrigger`` or a ``NeverTrigger`` (the default of ``GlobalWindows``:
     one final pane per key at the end of a finalized input), the last three also over
     ``GlobalWindows``, processing-time tumbling or sliding windows with their default
-    ``ProcessingTimeTrigger``, any of them inside a ``PurgingTrigger``, and
+    ``ProcessingTimeTrigger``, ``ProcessingTimeTrigger.after_first_element(delay)`` over time
+    windows, any of them inside a ``PurgingTrigger``, and
     ``after_end_of_window()`` with an early ``ProcessingTimeTrigger.after_first_element``
     (``pane_dsl_trigger``); one-shot runs only
     (incremental runs keep the general path's state)."""
@@ -311,7 +312,8 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         trigger, purging = pane_trigger(trigger)
         discarding = discarding or purging
         if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger,
-                             NeverTrigger):
+                             NeverTrigger) or (type(trigger) is AfterFirstElement
+                                               and not trigger.event_time):
             return reasons
     if not (native_trigger(trigger) or (panes and pane_dsl_trigger(trigger))):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
