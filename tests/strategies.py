@@ -377,8 +377,9 @@ def needs_processing_time(p: wl.Pipeline) -> bool:
 def pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
     sliding windows with the default trigger, ``after_end_of_window()`` with count early/late
-    triggers (early ones also by processing time), a ``ContinuousEventTimeTrigger``, a
-    ``CountTrigger``, a ``DeltaTrigger`` or ``ProcessingTimeTrigger.after_first_element``, or
+    triggers (early ones also ``after_first_element`` by event or processing time), a
+    ``ContinuousEventTimeTrigger``, a ``CountTrigger``, a ``DeltaTrigger`` or
+    ``after_first_element`` alone, or
     ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger`` or their
     default ``NeverTrigger``, or processing-time tumbling or sliding windows with their
     default ``ProcessingTimeTrigger``, purging
@@ -417,8 +418,9 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         else "default" if processing \
         else draw(st.sampled_from(["default", "end", "early", "late", "both", "continuous",
                                    "count", "delta", "first"]))
-    if kind == "first":     # by processing time (bundles then need one)
-        trigger = wl.ProcessingTimeTrigger.after_first_element(draw(st.integers(0, 40)))
+    if kind == "first":     # by event or processing time (bundles then need one)
+        trigger = draw(st.sampled_from([wl.EventTimeTrigger, wl.ProcessingTimeTrigger])
+                       ).after_first_element(draw(st.integers(0, 40)))
     elif kind == "never":      # GlobalWindows' default: one final pane when finalized
         trigger = None if draw(st.booleans()) else wl.NeverTrigger.create()
     elif kind == "delta":
@@ -433,10 +435,11 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
             fire_empty_on_time=evictor is None and draw(st.booleans()))
         counts = [wl.CountTrigger.at_least(draw(st.integers(1, 4))),
                   wl.CountTrigger.of(draw(st.integers(1, 4)))]
-        if kind in ("early", "both"):     # or by processing time (bundles then need one)
+        if kind in ("early", "both"):     # or by time (processing time: bundles need one)
+            delay = draw(st.integers(0, 40))
             trigger = trigger.with_early_trigger(draw(st.sampled_from([
-                *counts, wl.ProcessingTimeTrigger.after_first_element(
-                    draw(st.integers(0, 40)))])))
+                *counts, wl.EventTimeTrigger.after_first_element(delay),
+                wl.ProcessingTimeTrigger.after_first_element(delay)])))
         if kind in ("late", "both"):
             trigger = trigger.with_late_trigger(draw(st.sampled_from(counts)))
     mode = draw(st.sampled_from([None, "accumulating", "discarding"]))

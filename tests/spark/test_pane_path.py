@@ -313,6 +313,32 @@ def test_early_firings_by_processing_time_take_the_pane_path(spark):
             assert {r[4] for r in got["panes"]} == timings
 
 
+@pytest.mark.parametrize("lateness", [0, 30])
+def test_after_first_element_by_event_time_takes_the_pane_path(spark, lateness):
+    """``EventTimeTrigger.after_first_element(5)`` alone — EARLY before the window's end,
+    ON_TIME once at or after it (4 + 5 = 9 is the end of [0, 10), final without lateness),
+    LATE after that — and as the early trigger of ``after_end_of_window()`` (a timer at or
+    after the end never fires): the general path's firings on the pane path, finalized or
+    not."""
+    rows = [("a", 4, 1, 0), ("a", 1, 2, 0), ("b", 12, 3, 0), ("a", 13, 4, 1), ("b", 2, 5, 1),
+            ("a", 22, 6, 2), ("a", 6, 7, 2), ("b", 27, 8, 3), ("a", 33, 9, 3)]
+    df = _frame(spark, rows)
+    keyed = wl.Pipeline("f", timestamp="ts").key_by("key")
+    for trigger in (wl.EventTimeTrigger.after_first_element(5),
+                    wl.EventTimeTrigger.after_end_of_window().with_early_trigger(
+                        wl.EventTimeTrigger.after_first_element(3))):
+        p = (keyed.window(wl.TumblingEventTimeWindows.of(10)).trigger(trigger)
+             .allowed_lateness(lateness).process(Seen()))
+        assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+        for finalize in (True, False):
+            got = {}
+            for path in ("panes", "general"):
+                result = run_dataframe(p, df, "hour", finalize=finalize, path=path)
+                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+                result.unpersist()
+            assert got["panes"] == got["general"] and len(got["panes"]) >= 3
+
+
 class Fragile:
     """A delta function that cannot compare a value of 0."""
 

@@ -40,17 +40,17 @@ class PaneWindow:
     """One live window of the key: its pane, counters and ``window_state`` (``fn_state``)."""
 
     __slots__ = ("buffer", "early", "fire_at", "fn_state", "index", "last", "late", "on_time",
-                 "start")
+                 "on_time_fired", "start")
 
     def __init__(self, start: int) -> None:
         self.start = start
         self.buffer: list[TimestampedValue] = []
         self.fn_state: dict = {}
         self.on_time = self.early = self.late = self.index = 0
-        # the next firing time of a continuous trigger, or of an early processing-time
-        # after_first_element trigger
+        # the next firing time of a continuous or an after_first_element trigger
         self.fire_at: int | None = None
         self.last: dict | None = None       # a delta trigger's element of the last firing
+        self.on_time_fired = False          # (after_first_element alone: its ON_TIME pane)
 
 
 class WalkPosition:

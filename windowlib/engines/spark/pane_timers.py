@@ -1,8 +1,29 @@
-"""The pane walker's processing-time timers (a mixin of ``pane_walker.PaneWalker``; the rules
-are in that module's docstring): a processing-time window's end, and an early
-``ProcessingTimeTrigger.after_first_element`` firing. Both are due in step 1 of a bundle, before
-its elements (``n_bundles``: the end of a finalized input, where processing time goes to +inf
-before the watermark moves)."""
+"""The pane walker's timers besides a time window's end (``ProcessingTimers``, a mixin of
+``pane_walker.PaneWalker``, whose docstring has the other rules): ``after_first_element``
+timers by event or processing time, alone or early, and a processing-time window's end.
+Processing-time timers are due in step 1 of a bundle, before its elements (``n_bundles``: the
+end of a finalized input, where processing time goes to +inf before the watermark moves).
+
+- An early ``after_first_element(delay)``: the first on-time element since the window's
+  last firing arms a timer — by processing time at ``P_b + delay`` (its bundle's), due in
+  step 1 (before the elements) of the first later bundle whose processing time reaches it,
+  or at the end of a finalized input (before the watermark moves); by event time at
+  ``ts + delay``, due in step 3 like a continuous trigger's. It fires EARLY while the window
+  is before its end and the pane has contents; once the end has passed it is void (a timer
+  at or after ``max`` never fires: ON_TIME comes first and ends the early phase);
+- ``after_first_element(delay)`` as the window's trigger: the same timers, armed by the
+  first element since the last firing, on time or late, and no end-of-window timer. By
+  processing time it fires EARLY before the window's end and LATE after it; by event time
+  as the core's pane-timing rule says for a timer of the window's own clock: EARLY before
+  ``max``, ON_TIME at or after it (once), LATE after an ON_TIME pane, final when due at the
+  cleanup time. Neither fires once the watermark cleaned the window up;
+- **Processing-time windows** (tumbling or sliding, assigned in SQL by the bundle's ``P_b``,
+  never late) with their ``ProcessingTimeTrigger``: the window's end is a processing-time
+  timer, due in step 1 (before the elements) of the first later bundle whose processing time
+  reaches ``max``, or at the end of a finalized input (processing time at +inf, the watermark
+  where it was); it fires ON_TIME and final (processing-time windows are cleaned up at
+  ``max``, Flink ignores the allowed lateness there), and the window goes.
+"""
 
 from __future__ import annotations
 
@@ -22,12 +43,41 @@ class ProcessingTimers:
     """Reads the walker's windows, bundle clocks (``P``, ``W``, ``w_before``), position and
     configuration (``processing``, ``size``); fires through its ``_fire``."""
 
-    def _arm(self, window: Any, b: int, delay: int) -> None:
-        """An ``after_first_element`` timer for an element of bundle ``b``: ``P_b + delay``,
-        due in step 1 of the first later bundle whose processing time reaches it."""
-        at = window.fire_at = self.P[b] + delay
-        heapq.heappush(self.proc_timers,
-                       (max(bisect_left(self.P, at), b + 1), at, window.start))
+    def _arm(self, window: Any, b: int, ts: int, trigger: Any) -> None:
+        """The ``after_first_element`` timer ``trigger`` arms for an element at ``ts`` of
+        bundle ``b``: by processing time ``P_b + delay``, due in step 1 of the first later
+        bundle whose processing time reaches it; by event time ``ts + delay``, due in step 3
+        of the first bundle (this one at the earliest) whose watermark reaches it — unless
+        the window's end (early) or its cleanup (alone) comes first: then nothing is due,
+        and the armed time only keeps later elements from arming another."""
+        if not trigger.event_time:
+            at = window.fire_at = self.P[b] + trigger.delay_ms
+            heapq.heappush(self.proc_timers,
+                           (max(bisect_left(self.P, at), b + 1), at, window.start))
+            return
+        at = window.fire_at = ts + trigger.delay_ms
+        mx = window.start + self.size - 1
+        due_by = cleanup_time(mx, self.lateness, True) if trigger is self.first else mx - 1
+        if at <= due_by:
+            heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at, window.start))
+
+    def _first_fired(self, window: Any, time: int, b: int, phase: int) -> None:
+        """An event-time ``after_first_element`` alone, due in step ``phase`` of bundle ``b``:
+        the pane-timing rule of a timer of the window's own clock."""
+        if window.fire_at != time:
+            return
+        window.fire_at = None          # the trigger restarts
+        if not window.buffer:
+            return
+        mx = window.start + self.size - 1
+        if window.on_time_fired:
+            timing = Timing.LATE
+        elif time >= mx:
+            timing, window.on_time_fired = Timing.ON_TIME, True
+        else:
+            timing = Timing.EARLY
+        self._clock_at(b, phase)
+        self._fire(window, timing, time == cleanup_time(mx, self.lateness, True))
 
     def _proc_timer(self, time: int, start: int, b: int) -> None:
         """A processing-time timer due in step 1 of bundle ``b`` (``n_bundles``: the end of a
@@ -41,7 +91,7 @@ class ProcessingTimers:
         window.fire_at = None          # the trigger restarts (or the early phase is over)
         self._step_one(b)
         mx, watermark = window.start + self.size - 1, self.clock.watermark
-        if self.first_delay is not None:      # the window's own trigger
+        if self.first is not None:      # the window's own trigger
             # (a window the watermark cleaned up before this step is gone)
             if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
                 self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)

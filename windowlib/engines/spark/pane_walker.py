@@ -22,16 +22,8 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   watermark reaches it (never an earlier bundle than the one that armed it) it fires EARLY when
   the pane has contents and re-arms ``every`` later; at the end of a finalized input it fires
   once more without re-arming; ``max`` is the ON_TIME timer; late elements fire at once;
-- an early ``ProcessingTimeTrigger.after_first_element(delay)``: the first on-time element
-  since the window's last firing (of bundle ``b``) arms a processing-time timer at
-  ``P_b + delay``, due in step 1 (before the elements) of the first later bundle whose
-  processing time reaches it, or at the end of a finalized input (before the watermark
-  moves): it fires EARLY when the window is still before its end (``W_{j-1} < max``) and the
-  pane has contents; once the end has passed it is void (the early phase is over);
-- ``ProcessingTimeTrigger.after_first_element(delay)`` as the window's trigger: the same
-  timer, armed by the first element since the last firing, on time or late; it fires in step
-  1 of its bundle, EARLY before the window's end and LATE after it, unless the watermark
-  cleaned the window up first; no end-of-window timer;
+- ``after_first_element`` timers (early or alone, by event or processing time) and
+  **processing-time windows**: ``pane_timers.py``;
 - a ``CountTrigger`` fires every ``count_every``-th element of the window, on time (EARLY)
   or late (LATE), and has no end-of-window timer; **count windows** (``GlobalWindows``) never
   end, are never cleaned up, and fire a final ON_TIME pane at the end of a finalized input
@@ -46,12 +38,6 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
 - a ``NeverTrigger`` fires nothing: time windows are cleaned up without a firing, and
   ``GlobalWindows`` (whose default it is) fire one final pane at the end of a finalized input
   with every element of the key (Beam's rule for the global window; the core's ``finish``);
-- **processing-time windows** (tumbling or sliding, assigned in SQL by the bundle's ``P_b``,
-  never late) with their ``ProcessingTimeTrigger``: the window's end is a processing-time
-  timer, due in step 1 (before the elements) of the first later bundle whose processing time
-  reaches ``max``, or at the end of a finalized input (processing time at +inf, the watermark
-  where it was); it fires ON_TIME and final (processing-time windows are cleaned up at
-  ``max``, Flink ignores the allowed lateness there), and the window goes;
 - a ``PurgingTrigger`` around any of these is discarding mode (``planner.pane_trigger``);
 - an **evictor** runs around each firing's function call as the core's driver runs it (both
   hooks, over a copy of the pane, which keeps what is left); ON_TIME skips a pane that
@@ -121,8 +107,8 @@ class PaneWalkConfig:
     delta: Any = None                   # a DeltaTrigger
     never: bool = False                 # a NeverTrigger
     processing: bool = False            # processing-time windows (ProcessingTimeTrigger)
-    early_delay: int | None = None      # early ProcessingTimeTrigger.after_first_element
-    first_delay: int | None = None      # ProcessingTimeTrigger.after_first_element alone
+    early_first: Any = None             # an early after_first_element (either clock)
+    first: Any = None                   # after_first_element as the window's trigger
 
 
 class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
@@ -145,12 +131,12 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         self.every = config.continuous      # a ContinuousEventTimeTrigger's interval
         self.count_every, self.global_window = config.count_every, config.global_window
         self.delta, self.never = config.delta, config.never
-        self.processing, self.early_delay = config.processing, config.early_delay
-        self.first_delay = config.first_delay
+        self.processing = config.processing
+        self.early_first, self.first = config.early_first, config.first
         # count, delta and never triggers register no end-of-window timer; processing-time
         # windows one in processing time (``proc_timers``)
         self.end_timer = not (self.count_every or self.delta is not None or self.never
-                              or self.processing or self.first_delay is not None)
+                              or self.processing or self.first is not None)
         # processing-time timers (b*, time, start): a processing-time window's end, or an
         # early after_first_element firing
         self.proc_timers: list[tuple[int, int, int]] = []
@@ -237,12 +223,21 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         window = self.windows.get(start)
         if window is None:
             return
+        if self.first is not None:       # after_first_element alone (event time)
+            self._first_fired(window, time, b, phase)
+            return
         mx = start + self.size - 1
         if time == mx:
             if window.on_time:      # registered by any on-time element
                 self._on_time(window, b, phase)
             return
         if window.fire_at != time:
+            return
+        if self.early_first is not None:      # an early after_first_element (event time)
+            window.fire_at = None
+            if window.buffer:
+                self._clock_at(b, phase)
+                self._fire(window, _EARLY, False)
             return
         at = min(time + self.every, mx)
         window.fire_at = at if b < self.n_bundles else None
@@ -310,9 +305,9 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         watermark = self.w_before[b]
         if self.processing:      # fires by processing time only
             return
-        if self.first_delay is not None:      # fires by its processing-time timer only
+        if self.first is not None:      # after_first_element alone fires by its timer only
             if window.fire_at is None:
-                self._arm(window, b, self.first_delay)
+                self._arm(window, b, ts, self.first)
             return
         mx = MAX_TS if self.global_window else window.start + self.size - 1
         if self.never:
@@ -336,8 +331,8 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
                     # the watermark fires in this bundle's step 3
                     heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at,
                                                   window.start))
-            elif self.early_delay is not None and window.fire_at is None:
-                self._arm(window, b, self.early_delay)
+            elif self.early_first is not None and window.fire_at is None:
+                self._arm(window, b, ts, self.early_first)
             every, timing = self.early_every, _EARLY
             if not every:
                 return

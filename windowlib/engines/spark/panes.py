@@ -210,8 +210,9 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
     """The pane walker's configuration for the windows and trigger of ``logic``."""
     trigger, purging = pane_trigger(logic.trigger)
     first = getattr(trigger, "early", None)
-    delay = first.delay_ms if type(first) is AfterFirstElement else None
-    early, late_every = count_phases(trigger if delay is None else replace(trigger, early=None))
+    early_first = first if type(first) is AfterFirstElement else None
+    early, late_every = count_phases(trigger if early_first is None
+                                     else replace(trigger, early=None))
     pane_config = PaneWalkConfig(walk=config, size_ms=parts.size, lateness_ms=parts.lateness,
                                  early=early, late_every=late_every or 1,
                                  discarding=purging or not parts.accumulating,
@@ -223,9 +224,8 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
                                  delta=trigger if type(trigger) is DeltaTrigger else None,
                                  never=type(trigger) is NeverTrigger,
                                  processing=not logic.assigner.is_event_time,
-                                 early_delay=delay,
-                                 first_delay=trigger.delay_ms
-                                 if type(trigger) is AfterFirstElement else None,
+                                 early_first=early_first,
+                                 first=trigger if type(trigger) is AfterFirstElement else None,
                                  global_window=isinstance(logic.assigner, GlobalWindows))
     return pane_config
 

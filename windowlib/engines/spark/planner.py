@@ -195,10 +195,9 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     windows), a ``DeltaTrigger`` or a ``NeverTrigger`` (the default of ``GlobalWindows``:
     one final pane per key at the end of a finalized input), the last three also over
     ``GlobalWindows``, processing-time tumbling or sliding windows with their default
-    ``ProcessingTimeTrigger``, ``ProcessingTimeTrigger.after_first_element(delay)`` over time
-    windows, any of them inside a ``PurgingTrigger``, and
-    ``after_end_of_window()`` with an early ``ProcessingTimeTrigger.after_first_element``
-    (``pane_dsl_trigger``); one-shot runs only
+    ``ProcessingTimeTrigger``, ``after_first_element(delay)`` (event or processing time) over
+    time windows, any of them inside a ``PurgingTrigger``, and ``after_end_of_window()`` with
+    an early ``after_first_element`` (``pane_dsl_trigger``); one-shot runs only
     (incremental runs keep the general path's state)."""
     if pipeline.window_assigner is not None and pipeline.window_assigner.is_merging:
         return session_reasons(pipeline)
@@ -312,8 +311,7 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         trigger, purging = pane_trigger(trigger)
         discarding = discarding or purging
         if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger,
-                             NeverTrigger) or (type(trigger) is AfterFirstElement
-                                               and not trigger.event_time):
+                             NeverTrigger, AfterFirstElement):
             return reasons
     if not (native_trigger(trigger) or (panes and pane_dsl_trigger(trigger))):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
@@ -336,10 +334,10 @@ def pane_trigger(trigger: Any) -> tuple[Any, bool]:
 
 def pane_dsl_trigger(trigger: Any) -> bool:
     """The ``after_end_of_window()`` triggers the pane path fires beyond the native ones: an
-    early ``ProcessingTimeTrigger.after_first_element(delay)`` (with a count late trigger or
-    none)."""
+    early ``after_first_element(delay)``, by event or processing time (with a count late
+    trigger or none)."""
     return (type(trigger) is AfterEndOfWindow and trigger.event_time
-            and type(trigger.early) is AfterFirstElement and not trigger.early.event_time
+            and type(trigger.early) is AfterFirstElement
             and (trigger.late is None or type(trigger.late) in (CountAtLeast, CountTrigger)))
 
 
