@@ -375,19 +375,22 @@ def needs_processing_time(p: wl.Pipeline) -> bool:
 
 @st.composite
 def pane_pipelines(draw: Any) -> wl.Pipeline:
-    """Random pipelines the pane path takes (``planner.pane_reasons``): event-time tumbling or
-    sliding windows with the default trigger, ``after_end_of_window()`` with count early/late
-    triggers (early ones also ``after_first_element`` by event or processing time), a
-    ``ContinuousEventTimeTrigger``, a ``CountTrigger``, a ``DeltaTrigger`` or
-    ``after_first_element`` alone, or
-    ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger`` or their
-    default ``NeverTrigger``, or processing-time tumbling or sliding windows with their
-    default ``ProcessingTimeTrigger``, purging
-    or not, accumulating or discarding, any
-    lateness, and a ``process`` function reading the pane context with per-key and per-window state
-    (``PaneFn``), an ``apply`` function, or a ``BatchWindowFunction`` (``PaneStats``); behind
-    a count, time or delta evictor (before or after the function) also a declarative
-    aggregate, ``reduce`` or ``aggregate``."""
+    """Random pipelines the pane path takes (``planner.pane_reasons``):
+
+    - event-time tumbling or sliding windows with the default trigger,
+      ``after_end_of_window()`` with count early/late triggers (early ones also
+      ``after_first_element`` by event or processing time), a ``ContinuousEventTimeTrigger``,
+      a ``ContinuousProcessingTimeTrigger``, a ``CountTrigger``, a ``DeltaTrigger`` or
+      ``after_first_element`` alone;
+    - ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger``, a
+      ``ContinuousProcessingTimeTrigger`` or their default ``NeverTrigger``;
+    - processing-time tumbling or sliding windows with their default trigger;
+
+    purging or not, accumulating or discarding, any lateness, and a ``process`` function
+    reading the pane context with per-key and per-window state (``PaneFn``), an ``apply``
+    function, or a ``BatchWindowFunction`` (``PaneStats``); behind a count, time or delta
+    evictor (before or after the function) also a declarative aggregate, ``reduce`` or
+    ``aggregate``. Bundles need processing times when ``needs_processing_time``."""
     size = draw(st.integers(5, 40))
     count_window = draw(st.integers(0, 4)) == 0     # GlobalWindows
     processing = not count_window and draw(st.integers(0, 5)) == 0
@@ -414,11 +417,13 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
         wl.TimeEvictor.of(draw(st.integers(0, 15)), after),
         wl.DeltaEvictor.of(draw(st.integers(3, 10)), value_delta, after)]))
     trigger: wl.Trigger | None = None
-    kind = draw(st.sampled_from(["count", "delta", "never"])) if count_window \
+    kind = draw(st.sampled_from(["count", "delta", "never", "continuous_pt"])) if count_window \
         else "default" if processing \
         else draw(st.sampled_from(["default", "end", "early", "late", "both", "continuous",
-                                   "count", "delta", "first"]))
-    if kind == "first":     # by event or processing time (bundles then need one)
+                                   "count", "delta", "first", "continuous_pt"]))
+    if kind == "continuous_pt":     # (bundles then need processing times)
+        trigger = wl.ContinuousProcessingTimeTrigger.of(draw(st.integers(1, 40)))
+    elif kind == "first":     # by event or processing time (bundles then need one)
         trigger = draw(st.sampled_from([wl.EventTimeTrigger, wl.ProcessingTimeTrigger])
                        ).after_first_element(draw(st.integers(0, 40)))
     elif kind == "never":      # GlobalWindows' default: one final pane when finalized

@@ -339,6 +339,30 @@ def test_after_first_element_by_event_time_takes_the_pane_path(spark, lateness):
             assert got["panes"] == got["general"] and len(got["panes"]) >= 3
 
 
+def test_continuous_processing_time_triggers_take_the_pane_path(spark):
+    """``ContinuousProcessingTimeTrigger.of(10)`` over tumbling event-time windows (EARLY and
+    LATE firings by processing time, none at the window's end) and over ``GlobalWindows``
+    (a final pane when finalized): the general path's firings on the pane path."""
+    rows = [(k, t, t % 7, t // 8) for k in ("a", "b") for t in range(0, 48, 3)]
+    rows += [("a", 2, 5, 4), ("b", 20, 6, 5)]                # late, within the lateness
+    df = _frame(spark, rows)
+    times = {0: 7, 1: 15, 2: 15, 3: 31, 4: 44, 5: 60}      # P_b per hour
+    keyed = wl.Pipeline("c", timestamp="ts").key_by("key")
+    every = wl.ContinuousProcessingTimeTrigger.of(10)
+    for p in (keyed.window(wl.TumblingEventTimeWindows.of(20)).trigger(every)
+              .allowed_lateness(40).process(Seen()),
+              keyed.window(wl.GlobalWindows.create()).trigger(every).process(Seen())):
+        assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+        for finalize in (True, False):
+            got = {}
+            for path in ("panes", "general"):
+                result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
+                                       processing_time=times)
+                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+                result.unpersist()
+            assert got["panes"] == got["general"] and len(got["panes"]) >= 6
+
+
 class Fragile:
     """A delta function that cannot compare a value of 0."""
 

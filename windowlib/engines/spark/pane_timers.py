@@ -1,6 +1,7 @@
 """The pane walker's timers besides a time window's end (``ProcessingTimers``, a mixin of
 ``pane_walker.PaneWalker``, whose docstring has the other rules): ``after_first_element``
-timers by event or processing time, alone or early, and a processing-time window's end.
+timers by event or processing time, alone or early, a ``ContinuousProcessingTimeTrigger``'s,
+and a processing-time window's end.
 Processing-time timers are due in step 1 of a bundle, before its elements (``n_bundles``: the
 end of a finalized input, where processing time goes to +inf before the watermark moves).
 
@@ -17,6 +18,14 @@ end of a finalized input, where processing time goes to +inf before the watermar
   as the core's pane-timing rule says for a timer of the window's own clock: EARLY before
   ``max``, ON_TIME at or after it (once), LATE after an ON_TIME pane, final when due at the
   cleanup time. Neither fires once the watermark cleaned the window up;
+- A ``ContinuousProcessingTimeTrigger`` (interval ``every``) over event-time windows or
+  ``GlobalWindows``: the first element since the last firing, on time or late, arms a timer at
+  the next multiple of ``every`` after ``P_b`` (at most ``max``), due in step 1 of a later
+  bundle; when due it re-arms ``every`` later (not past ``max``, nor at the end of a finalized
+  input; due again in the same step if the bundle's processing time reaches it) and fires
+  when the pane has contents — EARLY before the window's end, LATE after it — unless the
+  watermark cleaned the window up; no end-of-window timer (``GlobalWindows`` fire their final
+  pane at the end of a finalized input with what arrived since their last firing);
 - **Processing-time windows** (tumbling or sliding, assigned in SQL by the bundle's ``P_b``,
   never late) with their ``ProcessingTimeTrigger``: the window's end is a processing-time
   timer, due in step 1 (before the elements) of the first later bundle whose processing time
@@ -61,6 +70,17 @@ class ProcessingTimers:
         if at <= due_by:
             heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at, window.start))
 
+    def _arm_continuous(self, window: Any, b: int) -> None:
+        """A ``ContinuousProcessingTimeTrigger``'s first timer, for an element of bundle
+        ``b``."""
+        every = self.continuous_pt
+        at = window.fire_at = min(self.P[b] - self.P[b] % every + every, self._max(window))
+        heapq.heappush(self.proc_timers,
+                       (max(bisect_left(self.P, at), b + 1), at, window.start))
+
+    def _max(self, window: Any) -> int:
+        return MAX_TS if self.global_window else window.start + self.size - 1
+
     def _first_fired(self, window: Any, time: int, b: int, phase: int) -> None:
         """An event-time ``after_first_element`` alone, due in step ``phase`` of bundle ``b``:
         the pane-timing rule of a timer of the window's own clock."""
@@ -85,13 +105,20 @@ class ProcessingTimers:
         if self.processing:
             self._processing_timer(start, b)
             return
-        window = self.windows.get(start)     # an early after_first_element firing
+        window = self.windows.get(start)     # after_first_element or continuous
         if window is None or window.fire_at != time:
             return
         window.fire_at = None          # the trigger restarts (or the early phase is over)
         self._step_one(b)
-        mx, watermark = window.start + self.size - 1, self.clock.watermark
-        if self.first is not None:      # the window's own trigger
+        mx, watermark = self._max(window), self.clock.watermark
+        if self.continuous_pt:
+            if b < self.n_bundles and time < mx:       # re-arm, due in this step at the earliest
+                at = window.fire_at = min(time + self.continuous_pt, mx)
+                heapq.heappush(self.proc_timers, (max(bisect_left(self.P, at), b), at, start))
+            if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
+                window.early = 0
+                self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)
+        elif self.first is not None:      # the window's own trigger
             # (a window the watermark cleaned up before this step is gone)
             if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
                 self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)

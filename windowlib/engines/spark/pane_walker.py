@@ -22,8 +22,8 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   watermark reaches it (never an earlier bundle than the one that armed it) it fires EARLY when
   the pane has contents and re-arms ``every`` later; at the end of a finalized input it fires
   once more without re-arming; ``max`` is the ON_TIME timer; late elements fire at once;
-- ``after_first_element`` timers (early or alone, by event or processing time) and
-  **processing-time windows**: ``pane_timers.py``;
+- ``after_first_element`` timers (early or alone, by event or processing time), the
+  ``ContinuousProcessingTimeTrigger`` and **processing-time windows**: ``pane_timers.py``;
 - a ``CountTrigger`` fires every ``count_every``-th element of the window, on time (EARLY)
   or late (LATE), and has no end-of-window timer; **count windows** (``GlobalWindows``) never
   end, are never cleaned up, and fire a final ON_TIME pane at the end of a finalized input
@@ -109,6 +109,7 @@ class PaneWalkConfig:
     processing: bool = False            # processing-time windows (ProcessingTimeTrigger)
     early_first: Any = None             # an early after_first_element (either clock)
     first: Any = None                   # after_first_element as the window's trigger
+    continuous_pt: int | None = None    # a ContinuousProcessingTimeTrigger's interval
 
 
 class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
@@ -133,10 +134,12 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         self.delta, self.never = config.delta, config.never
         self.processing = config.processing
         self.early_first, self.first = config.early_first, config.first
+        self.continuous_pt = config.continuous_pt
         # count, delta and never triggers register no end-of-window timer; processing-time
         # windows one in processing time (``proc_timers``)
         self.end_timer = not (self.count_every or self.delta is not None or self.never
-                              or self.processing or self.first is not None)
+                              or self.processing or self.first is not None
+                              or self.continuous_pt)
         # processing-time timers (b*, time, start): a processing-time window's end, or an
         # early after_first_element firing
         self.proc_timers: list[tuple[int, int, int]] = []
@@ -308,6 +311,11 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         if self.first is not None:      # after_first_element alone fires by its timer only
             if window.fire_at is None:
                 self._arm(window, b, ts, self.first)
+            return
+        if self.continuous_pt:      # fires by its processing-time timers only
+            window.early += 1       # elements since the last firing (a final global pane)
+            if window.fire_at is None:
+                self._arm_continuous(window, b)
             return
         mx = MAX_TS if self.global_window else window.start + self.size - 1
         if self.never:

@@ -53,6 +53,7 @@ from windowlib.core.pipeline import Pipeline
 from windowlib.core.triggers import (
     AfterFirstElement,
     ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
     CountTrigger,
     DeltaTrigger,
     NeverTrigger,
@@ -226,6 +227,8 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
                                  processing=not logic.assigner.is_event_time,
                                  early_first=early_first,
                                  first=trigger if type(trigger) is AfterFirstElement else None,
+                                 continuous_pt=trigger.interval_ms
+                                 if type(trigger) is ContinuousProcessingTimeTrigger else None,
                                  global_window=isinstance(logic.assigner, GlobalWindows))
     return pane_config
 

@@ -43,6 +43,7 @@ from windowlib.core.triggers import (
     AfterEndOfWindow,
     AfterFirstElement,
     ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
     CountAtLeast,
     CountTrigger,
     DeltaTrigger,
@@ -192,12 +193,13 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     ``aggregate``/``reduce`` and declarative aggregates too — without retractions or a
     ``clear`` hook, over the windows and triggers the native path compiles, a
     ``ContinuousEventTimeTrigger``, a ``CountTrigger`` (also over ``GlobalWindows``: count
-    windows), a ``DeltaTrigger`` or a ``NeverTrigger`` (the default of ``GlobalWindows``:
-    one final pane per key at the end of a finalized input), the last three also over
-    ``GlobalWindows``, processing-time tumbling or sliding windows with their default
-    ``ProcessingTimeTrigger``, ``after_first_element(delay)`` (event or processing time) over
-    time windows, any of them inside a ``PurgingTrigger``, and ``after_end_of_window()`` with
-    an early ``after_first_element`` (``pane_dsl_trigger``); one-shot runs only
+    windows), a ``DeltaTrigger``, a ``ContinuousProcessingTimeTrigger`` or a ``NeverTrigger``
+    (the default of ``GlobalWindows``: one final pane per key at the end of a finalized
+    input), the last four also over ``GlobalWindows``, processing-time tumbling or sliding
+    windows with their default ``ProcessingTimeTrigger``, ``after_first_element(delay)``
+    (event or processing time) over time windows, any of them inside a ``PurgingTrigger``,
+    and ``after_end_of_window()`` with an early ``after_first_element``
+    (``pane_dsl_trigger``); one-shot runs only
     (incremental runs keep the general path's state)."""
     if pipeline.window_assigner is not None and pipeline.window_assigner.is_merging:
         return session_reasons(pipeline)
@@ -288,9 +290,10 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         return reasons
     if panes and type(assigner) is GlobalWindows:
         if type(pane_trigger(pipeline.effective_trigger)[0]) not in (
-                CountTrigger, DeltaTrigger, NeverTrigger):
+                CountTrigger, DeltaTrigger, NeverTrigger, ContinuousProcessingTimeTrigger):
             reasons.append("GlobalWindows take the pane path with a CountTrigger (count "
-                           "windows), a DeltaTrigger or the default NeverTrigger only")
+                           "windows), a DeltaTrigger, a ContinuousProcessingTimeTrigger or "
+                           "the default NeverTrigger only")
         return reasons
     if panes and type(assigner) in (TumblingProcessingTimeWindows, SlidingProcessingTimeWindows):
         if type(pane_trigger(pipeline.effective_trigger)[0]) is not ProcessingTimeTrigger:
@@ -310,8 +313,8 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     if panes:
         trigger, purging = pane_trigger(trigger)
         discarding = discarding or purging
-        if type(trigger) in (ContinuousEventTimeTrigger, CountTrigger, DeltaTrigger,
-                             NeverTrigger, AfterFirstElement):
+        if type(trigger) in (ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger,
+                             CountTrigger, DeltaTrigger, NeverTrigger, AfterFirstElement):
             return reasons
     if not (native_trigger(trigger) or (panes and pane_dsl_trigger(trigger))):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
