@@ -1,4 +1,4 @@
-"""The pane walker's timers besides a time window's end (``ProcessingTimers``, a mixin of
+"""The pane walker's timers besides a time window's end (``TriggerTimers``, a mixin of
 ``pane_walker.PaneWalker``, whose docstring has the other rules): ``after_first_element``
 timers by event or processing time, alone or early, a ``ContinuousProcessingTimeTrigger``'s,
 and a processing-time window's end.
@@ -45,10 +45,10 @@ from windowlib.core.pane import Timing
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.engines.spark.columns import PHASE_FINISH, PHASE_TIMERS_PT
 
-__all__ = ["ProcessingTimers"]
+__all__ = ["TriggerTimers"]
 
 
-class ProcessingTimers:
+class TriggerTimers:
     """Reads the walker's windows, bundle clocks (``P``, ``W``, ``w_before``), position and
     configuration (``processing``, ``size``); fires through its ``_fire``."""
 

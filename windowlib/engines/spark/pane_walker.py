@@ -80,7 +80,7 @@ from windowlib.engines.spark.columns import (
 )
 from windowlib.engines.spark.pane_batches import BatchQueue
 from windowlib.engines.spark.pane_records import PaneWalkBase, PaneWindow
-from windowlib.engines.spark.pane_timers import ProcessingTimers
+from windowlib.engines.spark.pane_timers import TriggerTimers
 from windowlib.engines.spark.walk_values import key_state_limit
 from windowlib.engines.spark.walker import WalkConfig
 
@@ -112,7 +112,7 @@ class PaneWalkConfig:
     continuous_pt: int | None = None    # a ContinuousProcessingTimeTrigger's interval
 
 
-class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
+class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
     """Walks the pane path's rows of one partition (see the module docstring;
     ``walker.make_walker(config, PaneWalker)`` is its ``mapInArrow`` function)."""
 
@@ -135,13 +135,13 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         self.processing = config.processing
         self.early_first, self.first = config.early_first, config.first
         self.continuous_pt = config.continuous_pt
-        # count, delta and never triggers register no end-of-window timer; processing-time
-        # windows one in processing time (``proc_timers``)
+        # count, delta, never, after_first_element and continuous processing-time triggers
+        # register no end-of-window timer; processing-time windows one in processing time
         self.end_timer = not (self.count_every or self.delta is not None or self.never
                               or self.processing or self.first is not None
                               or self.continuous_pt)
-        # processing-time timers (b*, time, start): a processing-time window's end, or an
-        # early after_first_element firing
+        # processing-time timers (b*, time, start): a processing-time window's end, an
+        # after_first_element or a continuous processing-time firing (pane_timers.py)
         self.proc_timers: list[tuple[int, int, int]] = []
         # (b*, time, start): event-time timers — a window's end (ON_TIME) or a continuous
         # firing — in the order the reference engine fires them
@@ -196,8 +196,9 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
         return window
 
     def _advance(self, b: int) -> None:
-        """Steps 3-4 of every bundle before ``b`` (the key had no elements there): ON_TIME
-        firings due by then, in order, then the windows the watermark cleaned up."""
+        """Step 1 of every bundle up to ``b`` and steps 3-4 of every bundle before it (the key
+        had no elements there): the processing-time and event-time firings due by then, in
+        the event loop's order, then the windows the watermark cleaned up."""
         self.b_open = b
         timers, pending, last = self.proc_timers, self.pending, min(b, self.n_bundles - 1)
         while True:     # step 1 of the bundles up to ``b``, step 3 of those before it
@@ -305,24 +306,23 @@ class PaneWalker(ProcessingTimers, BatchQueue, PaneWalkBase):
                  row: dict | None = None) -> None:
         """The counters of ``window`` after one of its elements (``row``: its values, read
         by a delta trigger) arrived in bundle ``b``."""
-        watermark = self.w_before[b]
         if self.processing:      # fires by processing time only
             return
         if self.first is not None:      # after_first_element alone fires by its timer only
             if window.fire_at is None:
                 self._arm(window, b, ts, self.first)
             return
+        if self.never or self.continuous_pt or self.delta is not None:
+            window.early += 1      # elements since the last firing (a final global pane)
+        if self.never:
+            return
         if self.continuous_pt:      # fires by its processing-time timers only
-            window.early += 1       # elements since the last firing (a final global pane)
             if window.fire_at is None:
                 self._arm_continuous(window, b)
             return
+        watermark = self.w_before[b]
         mx = MAX_TS if self.global_window else window.start + self.size - 1
-        if self.never:
-            window.early += 1      # elements since the last firing (a final global pane)
-            return
         if self.delta is not None:
-            window.early += 1      # elements since the last firing (a final global pane)
             if not self._delta_fires(window, row):
                 return
             window.early, timing = 0, _EARLY if watermark < mx else _LATE
