@@ -3,11 +3,10 @@
 For a ``process``/``apply`` window function (or any function behind an evictor) over the
 windows and triggers the native path compiles (``planner.pane_reasons``: tumbling or sliding
 event-time windows, the default trigger or ``after_end_of_window()`` with count early/late
-triggers, accumulating or discarding; also continuous event-time, count and delta triggers
-and the ``NeverTrigger``, ``GlobalWindows`` with a count or delta trigger or their default
-``NeverTrigger``, and processing-time tumbling or sliding windows with their default trigger),
-Spark SQL does everything but the
-firings, the evictor and the function::
+triggers, accumulating or discarding; also the other built-in triggers ``pane_reasons``
+lists: continuous, count, delta, never and ``after_first_element`` triggers, ``GlobalWindows``
+and processing-time windows), Spark SQL does everything but the firings, the evictor and the
+function::
 
     input ─► prepare_native (the bundle plan, rejects, late elements, and the kept (element,
              window) rows: windows assigned and lateness applied in SQL)

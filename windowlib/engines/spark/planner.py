@@ -277,10 +277,8 @@ def session_sql_reasons(pipeline: Pipeline, input_types: Mapping[str, Any] | Non
 
 def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
     """Why the native firing builders cannot compute the pipeline's firings (``panes``: for the
-    pane path, which also buffers panes for evictors, fires continuous event-time, count and
-    delta triggers and the ``NeverTrigger``, and runs ``GlobalWindows`` with a ``CountTrigger``
-    (count windows), a ``DeltaTrigger`` or their default ``NeverTrigger``, and processing-time
-    tumbling or sliding windows with their default ``ProcessingTimeTrigger``)."""
+    pane path, which also buffers panes for evictors and fires the windows and triggers
+    ``pane_reasons`` lists besides the native ones)."""
     reasons: list[str] = []
     if pipeline.window_evictor is not None and not panes:
         reasons.append("an evictor buffers elements (FLIP-4)")
