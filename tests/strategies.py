@@ -44,6 +44,12 @@ def value_delta(a: dict, b: dict) -> float:
     return abs(a["value"] - b["value"])
 
 
+def value_gap(element: dict) -> int:
+    """A dynamic session gap: 3 to 12 ms by the element's value (nulls: 5)."""
+    value = element.get("value")
+    return 5 if value is None else 3 + int(value) % 10
+
+
 @dataclasses.dataclass(frozen=True)
 class SpanAggregate(wl.AggregateFunction):
     """An AggregateFunction whose accumulator is a (nested) tuple, not JSON's list."""
@@ -191,13 +197,15 @@ def _processing_trigger(draw: Any) -> wl.Trigger | None:
 @st.composite
 def session_pane_pipelines(draw: Any) -> wl.Pipeline:
     """Random pipelines the pane path's session walker takes (``planner.session_reasons``):
-    ``EventTimeSessionWindows`` with a static gap, keyed or ``window_all``, the default
+    ``EventTimeSessionWindows`` with a static or a dynamic gap (``value_gap``), keyed or
+    ``window_all``, the default
     trigger, accumulating or discarding, any lateness (late elements that merge into fired
     sessions, bridge them or are dropped), and a declarative aggregate, ``reduce``,
     ``aggregate`` (with or without a process function), an ``apply`` function or a ``process``
     function reading the pane context with per-key and merged per-window state."""
     base = wl.Pipeline("sessions", timestamp="ts")
-    assigner = wl.EventTimeSessionWindows.with_gap(draw(st.integers(3, 30)))
+    assigner = wl.EventTimeSessionWindows.with_gap(draw(st.integers(3, 30))) \
+        if draw(st.integers(0, 3)) else wl.EventTimeSessionWindows.with_dynamic_gap(value_gap)
     p = base.key_by("key").window(assigner) if draw(st.integers(0, 5)) > 0 \
         else base.window_all(assigner)
     mode = draw(st.sampled_from([None, "accumulating", "discarding"]))

@@ -96,12 +96,12 @@ def test_the_planner_takes_the_pane_path_for_one_shot_runs_only(spark):
     assert incremental.path == "general"
     assert choose_path(p, "general", df.schema).path == "general"
     session = (wl.Pipeline("s", timestamp="ts").key_by("key")
-               .window(wl.EventTimeSessionWindows.with_dynamic_gap(lambda e: 5))
+               .window(wl.ProcessingTimeSessionWindows.with_gap(5))
                .process(Boom()))
     with pytest.raises(wl.DefinitionError) as err:
         choose_path(session, "panes", df.schema)
     assert err.value.code == "PANES_UNSUPPORTED"
-    assert "dynamic session gap" in str(err.value)
+    assert "event-time sessions only" in str(err.value)
 
 
 def test_event_time_sessions_take_the_session_walker_in_one_shot_runs_only(spark):
@@ -363,11 +363,43 @@ def test_continuous_processing_time_triggers_take_the_pane_path(spark):
             assert got["panes"] == got["general"] and len(got["panes"]) >= 6
 
 
-class Fragile:
-    """A delta function that cannot compare a value of 0."""
+def test_dynamic_gap_sessions_take_the_session_walker(spark):
+    """``EventTimeSessionWindows.with_dynamic_gap``: the walker asks the assigner for each
+    element's window (its gap function once per element, as the core does) — no Spark SQL
+    split, whose chaining needs a static gap — with the general path's outputs; a failing
+    gap function is the core's ``FUNCTION_FAILED``, word for word."""
+    rows = [(k, t, (t * 5 + len(k)) % 11, t // 20) for k in ("a", "b") for t in range(0, 80, 4)]
+    rows += [("a", 3, 4, 5), ("b", 70, 2, 5)]
+    df = _frame(spark, rows)
+    p = (wl.Pipeline("g", timestamp="ts").key_by("key")
+         .window(wl.EventTimeSessionWindows.with_dynamic_gap(strategies.value_gap))
+         .allowed_lateness(10).aggregate(wl.aggregates.sum("value").alias("total"),
+                                         wl.aggregates.count()))
+    assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
+    got = {}
+    for path in ("panes", "general"):
+        result = run_dataframe(p, df, "hour", finalize=True, path=path)
+        got[path] = [sorted(tuple(r) for r in frame.drop("run_id").collect())
+                     for frame in (result.firings, result.late)]
+        result.unpersist()
+    assert got["panes"] == got["general"] and len(got["panes"][0]) > 5
+    failing = (wl.Pipeline("g", timestamp="ts").key_by("key")
+               .window(wl.EventTimeSessionWindows.with_dynamic_gap(Fragile())).process(Seen()))
+    texts = {}
+    for path in ("panes", "general"):
+        with pytest.raises(wl.ExecutionError) as err:
+            run_dataframe(failing, _frame(spark, [("a", 1, 1, 0), ("a", 2, 0, 0)]), "hour",
+                          finalize=True, path=path)
+        assert err.value.code == "FUNCTION_FAILED"
+        texts[path] = str(err.value)
+    assert texts["panes"] == texts["general"] and "ZeroDivisionError" in texts["panes"]
 
-    def __call__(self, last, element):
-        return 1 / element["value"]
+
+class Fragile:
+    """A delta (or gap) function that cannot take a value of 0."""
+
+    def __call__(self, *elements):
+        return 1 / elements[-1]["value"]
 
 
 def test_a_failing_delta_function_on_the_pane_path_is_function_failed(spark):

@@ -6,9 +6,10 @@ for everything else it names each reason, and the general path (the semantic cor
 ``general.py``) runs it — or, for one-shot runs of ``process``/``apply`` functions (or any
 function behind an evictor) whose windows and trigger the native path compiles, the pane path
 (``panes.py``: the native firings, the function and the evictor in Python once per firing;
-``pane_reasons``) — event-time sessions with a static gap and the default trigger take its
-session walker (``session_walker.py``; ``session_reasons``), with declarative aggregates
-only for the sessions that ``session_sql.py`` cannot aggregate in Spark SQL
+``pane_reasons``) — event-time sessions (a static or a dynamic gap) with the default trigger
+take its session walker (``session_walker.py``; ``session_reasons``), with declarative
+aggregates and a static gap only for the sessions that ``session_sql.py`` cannot aggregate in
+Spark SQL
 (``session_sql_reasons``). The native subset:
 
 - assigner: ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows`` (any size, slide,
@@ -222,8 +223,8 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
 
 def session_reasons(pipeline: Pipeline) -> list[str]:
     """Why a session pipeline cannot take the pane path's session walker
-    (``session_walker.py``); empty when it can: ``EventTimeSessionWindows.with_gap`` (a static
-    gap), the default ``EventTimeTrigger``, accumulating or discarding, no evictor, and a
+    (``session_walker.py``); empty when it can: ``EventTimeSessionWindows`` (a static or a
+    dynamic gap), the default ``EventTimeTrigger``, accumulating or discarding, no evictor, and a
     declarative aggregate, ``aggregate``/``reduce`` or a ``process``/``apply`` function without
     a ``clear()`` hook; one-shot runs only."""
     reasons: list[str] = []
@@ -231,8 +232,6 @@ def session_reasons(pipeline: Pipeline) -> list[str]:
     if type(assigner) is not EventTimeSessionWindows:
         reasons.append(f"the session walker runs event-time sessions only "
                        f"({type(assigner).__name__})")
-    elif assigner.gap_fn is not None:
-        reasons.append("a dynamic session gap (the session walker takes a static gap)")
     if type(pipeline.effective_trigger) is not EventTimeTrigger:
         reasons.append(f"the session walker fires the default EventTimeTrigger only (the "
                        f"trigger is {pipeline.effective_trigger!r})")
@@ -264,10 +263,12 @@ def session_sql_reasons(pipeline: Pipeline, input_types: Mapping[str, Any] | Non
                         json_columns: Sequence[str] = ()) -> list[str]:
     """Why the session walker's pipeline cannot aggregate its simple sessions in Spark SQL
     (``session_sql.py``: every element of the session ahead of the watermark it met); empty
-    when it can: a declarative aggregate without a process function, of the kinds in
-    ``SESSION_SQL_KINDS``, typed from the input columns (``input_types``, when known), over
-    columns that hold values of one type."""
+    when it can: a static gap (the SQL part chains elements by it), a declarative aggregate
+    without a process function, of the kinds in ``SESSION_SQL_KINDS``, typed from the input
+    columns (``input_types``, when known), over columns that hold values of one type."""
     spec = pipeline.function
+    if getattr(pipeline.window_assigner, "gap_fn", None) is not None:
+        return ["a dynamic session gap: the walker asks the gap function per element"]
     if not _declarative(pipeline):
         kind = "no function" if spec is None else spec.kind
         return [f"the window function is Python code ({kind}): the walker runs it"]

@@ -1,4 +1,4 @@
-"""The pane path's session walker: event-time sessions (``EventTimeSessionWindows.with_gap``)
+"""The pane path's session walker: event-time sessions (``EventTimeSessionWindows``)
 with the default ``EventTimeTrigger``, without the per-element trigger and timer machinery of
 the core's driver (one-shot runs; ``planner.session_reasons`` says which pipelines).
 
@@ -9,7 +9,8 @@ and keeps the key's live sessions as a sorted list of disjoint, non-touching win
 contents. Per element of bundle ``b`` (it meets ``W = W_{b-1}``), as ``KeyDriver`` with
 ``SessionMerging`` does (``core/driver.py``, ``core/merging.py``):
 
-- its window ``[ts, ts + gap)`` is merged with the live sessions it intersects (found by
+- its window ``[ts, ts + gap)`` (a dynamic gap: the assigner's, its gap function called once
+  per element as the core calls it) is merged with the live sessions it intersects (found by
   bisection; grouped and covered by the assigner's own ``merge_windows``). A new cover is a new
   window (pane index 0, no ON_TIME pane yet): contents merged in window order with the
   function runner's ``merge``, per-window function state with ``SessionMerging._merge_fn_state``,
@@ -51,7 +52,7 @@ from windowlib.core.lateness import cleanup_time, is_late
 from windowlib.core.merging import SessionMerging
 from windowlib.core.outputs import firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
-from windowlib.core.runner import function_failed
+from windowlib.core.runner import assignment_failed, function_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.spark.bundles import TS
@@ -105,6 +106,7 @@ class SessionWalker(PaneWalkBase):
         logic = self.logic
         self.assigner, self.runner = logic.assigner, logic.runner
         self.gap, self.lateness = logic.assigner.gap_ms, logic.allowed_lateness_ms
+        self.dynamic = logic.assigner.gap_fn is not None     # a gap per element
         self.uses_context = self.runner.uses_context
         self.sessions: list[Session] = []     # live, sorted by start, pairwise non-touching
         self.starts: list[int] = []
@@ -264,7 +266,16 @@ class SessionWalker(PaneWalkBase):
     def _element(self, row: dict, ts: int, b: int, sub: int) -> bool:
         """Step 2 for one element of bundle ``b``; ``False`` when it is late."""
         watermark = self.w_before[b]
-        session = self._window_for(TimeWindow(ts, ts + self.gap), watermark)
+        if self.dynamic:
+            try:
+                (window,) = self.assigner.assign_windows(row, ts, self.P[b])
+            except WindowlibError:
+                raise
+            except Exception as exc:        # the user's gap function
+                raise assignment_failed(self.assigner, self.scope.key_arg, ts, exc) from exc
+        else:
+            window = TimeWindow(ts, ts + self.gap)
+        session = self._window_for(window, watermark)
         if session is None:
             return False
         runner = self.runner
