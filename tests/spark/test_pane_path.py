@@ -102,6 +102,10 @@ def test_the_planner_takes_the_pane_path_for_one_shot_runs_only(spark):
         choose_path(session, "panes", df.schema)
     assert err.value.code == "PANES_UNSUPPORTED"
     assert "event-time sessions only" in str(err.value)
+    either = p.trigger(wl.Any(wl.CountTrigger.of(2), wl.EventTimeTrigger.create()))
+    with pytest.raises(wl.DefinitionError) as err:
+        choose_path(either, "panes", df.schema)
+    assert "the pane path does not fire the trigger Any(" in str(err.value)
 
 
 def test_event_time_sessions_take_the_session_walker_in_one_shot_runs_only(spark):

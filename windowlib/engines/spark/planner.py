@@ -315,7 +315,11 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         if type(trigger) in (ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger,
                              CountTrigger, DeltaTrigger, NeverTrigger, AfterFirstElement):
             return reasons
-    if not (native_trigger(trigger) or (panes and pane_dsl_trigger(trigger))):
+    if panes and not (native_trigger(trigger) or pane_dsl_trigger(trigger)):
+        reasons.append(f"the pane path does not fire the trigger {trigger!r} (it fires the "
+                       "built-in triggers pane_reasons lists; Any/All compositions, other "
+                       "early or late triggers and a user's Trigger take the general path)")
+    elif not panes and not native_trigger(trigger):
         reasons.append(f"the trigger {trigger!r} is not compiled natively (native: the default "
                        "EventTimeTrigger or after_end_of_window() with count early/late "
                        "triggers)")
