@@ -53,6 +53,22 @@ def spark_examples(ci: int, local: int) -> int:
                or (ci if os.environ.get("CI") else local))
 
 
+def firings_on_paths(pipeline, df, arrival: str, paths=("panes", "general"),
+                     **options) -> dict:
+    """``{path: sorted firing tuples (without run_id)}`` of one-shot runs of ``pipeline`` over
+    ``df`` on each Spark path (``run_dataframe(..., path=path, **options)``), each checked to
+    have run where it was asked to."""
+    from windowlib.engines.spark import run_dataframe
+
+    got = {}
+    for path in paths:
+        result = run_dataframe(pipeline, df, arrival, path=path, **options)
+        assert result.path == path
+        got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
+        result.unpersist()
+    return got
+
+
 @pytest.fixture(scope="session")
 def spark():
     from windowlib.engines.spark.session import get_or_create_session

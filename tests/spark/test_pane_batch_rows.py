@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from spark_session import ship_by_value
+from spark_session import firings_on_paths, ship_by_value
 
 import windowlib as wl
 from windowlib.engines.spark import pane_batches, run_dataframe
@@ -84,14 +84,9 @@ def test_a_batch_function_gets_the_same_rows_on_the_pane_path_as_on_the_general_
     p = PIPELINES[shape](wl.Pipeline("seen", timestamp="ts").key_by("key")) \
         .process_panes(ElementsSeen())
     df = _frame(spark)
-    got = {}
     # small input batches: keys and live windows span several of them
     with scoped_conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": "7"}):
-        for path in ("panes", "general"):
-            result = run_dataframe(p, df, "hour", finalize=True, path=path)
-            assert result.path == path
-            got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-            result.unpersist()
+        got = firings_on_paths(p, df, "hour", finalize=True)
     assert got["panes"] == got["general"]
     assert len(got["panes"]) > 100
     assert sum(r[-1] for r in got["panes"]) > 1000      # n: the panes' elements

@@ -24,7 +24,7 @@ import pytest
 import strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spark_session import ship_by_value, spark_examples
+from spark_session import firings_on_paths, ship_by_value, spark_examples
 from test_differential_properties import WATERMARKS, assert_spark_equals_reference
 
 import windowlib as wl
@@ -223,12 +223,7 @@ def test_delta_triggers_on_the_pane_path_equal_the_general_path(spark):
               .allowed_lateness(100).process(Seen()),
               keyed.window(wl.GlobalWindows.create()).trigger(wl.PurgingTrigger.of(delta))
               .process(Seen())):
-        got = {}
-        for path in ("panes", "general"):
-            result = run_dataframe(p, df, "hour", finalize=True, path=path)
-            assert result.path == path
-            got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-            result.unpersist()
+        got = firings_on_paths(p, df, "hour", finalize=True)
         assert got["panes"] == got["general"]
         assert {r[4] for r in got["panes"]} >= {"EARLY"} and len(got["panes"]) > 10
 
@@ -244,11 +239,7 @@ def test_a_key_s_whole_history_takes_the_pane_path(spark):
     keyed = wl.Pipeline("h", timestamp="ts").key_by("key")
     history = keyed.window(wl.GlobalWindows.create()).process(Seen())
     assert choose_path(history, "auto", df.schema).path == "panes", pane_reasons(history)
-    got = {}
-    for path in ("panes", "general"):
-        result = run_dataframe(history, df, "hour", finalize=True, path=path)
-        got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-        result.unpersist()
+    got = firings_on_paths(history, df, "hour", finalize=True)
     assert got["panes"] == got["general"]
     assert sorted((r[0], r[-2]) for r in got["panes"]) == [("a", 15), ("b", 14), ("c", 14)]
     assert run_dataframe(history, df, "hour", path="panes").firings.count() == 0
@@ -274,12 +265,7 @@ def test_processing_time_windows_take_the_pane_path(spark):
         p = keyed.window(assigner).process(Seen())
         assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
         for finalize in (True, False):
-            got = {}
-            for path in ("panes", "general"):
-                result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
-                                       processing_time=times)
-                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-                result.unpersist()
+            got = firings_on_paths(p, df, "hour", finalize=finalize, processing_time=times)
             assert got["panes"] == got["general"] and len(got["panes"]) >= 6
     counted = keyed.window(wl.TumblingProcessingTimeWindows.of(10)).trigger(
         wl.CountTrigger.of(2)).process(Seen())
@@ -307,12 +293,7 @@ def test_early_firings_by_processing_time_take_the_pane_path(spark):
              .allowed_lateness(40).process(Seen()))
         assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
         for finalize in (True, False):
-            got = {}
-            for path in ("panes", "general"):
-                result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
-                                       processing_time=times)
-                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-                result.unpersist()
+            got = firings_on_paths(p, df, "hour", finalize=finalize, processing_time=times)
             assert got["panes"] == got["general"]
             assert {r[4] for r in got["panes"]} == timings
 
@@ -335,11 +316,7 @@ def test_after_first_element_by_event_time_takes_the_pane_path(spark, lateness):
              .allowed_lateness(lateness).process(Seen()))
         assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
         for finalize in (True, False):
-            got = {}
-            for path in ("panes", "general"):
-                result = run_dataframe(p, df, "hour", finalize=finalize, path=path)
-                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-                result.unpersist()
+            got = firings_on_paths(p, df, "hour", finalize=finalize)
             assert got["panes"] == got["general"] and len(got["panes"]) >= 3
 
 
@@ -358,12 +335,7 @@ def test_continuous_processing_time_triggers_take_the_pane_path(spark):
               keyed.window(wl.GlobalWindows.create()).trigger(every).process(Seen())):
         assert choose_path(p, "auto", df.schema).path == "panes", pane_reasons(p)
         for finalize in (True, False):
-            got = {}
-            for path in ("panes", "general"):
-                result = run_dataframe(p, df, "hour", finalize=finalize, path=path,
-                                       processing_time=times)
-                got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-                result.unpersist()
+            got = firings_on_paths(p, df, "hour", finalize=finalize, processing_time=times)
             assert got["panes"] == got["general"] and len(got["panes"]) >= 6
 
 
@@ -572,12 +544,7 @@ def test_a_batch_function_on_the_pane_path_equals_the_general_path(spark):
          .trigger(wl.EventTimeTrigger.after_end_of_window()
                   .with_early_trigger(wl.CountTrigger.at_least(2)))
          .allowed_lateness(5).process_panes(strategies.PaneStats()))
-    got = {}
-    for path in ("panes", "general"):
-        result = run_dataframe(p, df, "hour", finalize=True, path=path)
-        assert result.path == path
-        got[path] = sorted(tuple(r) for r in result.firings.drop("run_id").collect())
-        result.unpersist()
+    got = firings_on_paths(p, df, "hour", finalize=True)
     assert got["panes"] == got["general"] and len(got["panes"]) > 20
 
 
