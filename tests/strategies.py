@@ -388,8 +388,8 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     - event-time tumbling or sliding windows with the default trigger,
       ``after_end_of_window()`` with count early/late triggers (early ones also
       ``after_first_element`` by event or processing time), a ``ContinuousEventTimeTrigger``,
-      a ``ContinuousProcessingTimeTrigger``, a ``CountTrigger``, a ``DeltaTrigger`` or
-      ``after_first_element`` alone;
+      a ``ContinuousProcessingTimeTrigger``, a ``CountTrigger``, a ``DeltaTrigger``,
+      ``after_first_element`` alone or a ``ProcessingTimeTrigger``;
     - ``GlobalWindows`` with a ``CountTrigger`` (count windows), a ``DeltaTrigger``, a
       ``ContinuousProcessingTimeTrigger`` or their default ``NeverTrigger``;
     - processing-time tumbling or sliding windows with their default trigger;
@@ -428,8 +428,10 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     kind = draw(st.sampled_from(["count", "delta", "never", "continuous_pt"])) if count_window \
         else "default" if processing \
         else draw(st.sampled_from(["default", "end", "early", "late", "both", "continuous",
-                                   "count", "delta", "first", "continuous_pt"]))
-    if kind == "continuous_pt":     # (bundles then need processing times)
+                                   "count", "delta", "first", "continuous_pt", "proc_end"]))
+    if kind == "proc_end":      # Flink's ProcessingTimeTrigger over event-time windows
+        trigger = wl.ProcessingTimeTrigger.create()
+    elif kind == "continuous_pt":     # (bundles then need processing times)
         trigger = wl.ContinuousProcessingTimeTrigger.of(draw(st.integers(1, 40)))
     elif kind == "first":     # by event or processing time (bundles then need one)
         trigger = draw(st.sampled_from([wl.EventTimeTrigger, wl.ProcessingTimeTrigger])

@@ -279,7 +279,9 @@ def test_early_firings_by_processing_time_take_the_pane_path(spark):
     last firing fires EARLY in step 1 of a later bundle whose processing time reaches it,
     is void once the window's end has passed, and late elements fire at once — on the pane
     path, with the general path's firings, finalized or not. The same trigger alone fires
-    by processing time only: EARLY, then LATE for late elements, never ON_TIME."""
+    by processing time only: EARLY, then LATE for late elements, never ON_TIME; so does
+    Flink's ``ProcessingTimeTrigger`` over event-time windows (a timer at the window's end,
+    in processing time)."""
     rows = [(k, t, t % 7, t // 8) for k in ("a", "b") for t in range(0, 48, 3)]
     rows += [("a", 2, 5, 4), ("b", 20, 6, 5)]                # late, within the lateness
     df = _frame(spark, rows)
@@ -287,7 +289,9 @@ def test_early_firings_by_processing_time_take_the_pane_path(spark):
     early = (wl.EventTimeTrigger.after_end_of_window()
              .with_early_trigger(wl.ProcessingTimeTrigger.after_first_element(8)))
     alone = wl.ProcessingTimeTrigger.after_first_element(8)    # EARLY, then LATE; no ON_TIME
-    for trigger, timings in ((early, {"EARLY", "ON_TIME", "LATE"}), (alone, {"EARLY", "LATE"})):
+    flink = wl.ProcessingTimeTrigger.create()      # at the window's end, in processing time
+    for trigger, timings in ((early, {"EARLY", "ON_TIME", "LATE"}), (alone, {"EARLY", "LATE"}),
+                             (flink, {"EARLY", "LATE"})):
         p = (wl.Pipeline("e", timestamp="ts").key_by("key")
              .window(wl.TumblingEventTimeWindows.of(20)).trigger(trigger)
              .allowed_lateness(40).process(Seen()))

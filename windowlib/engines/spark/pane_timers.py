@@ -26,6 +26,10 @@ end of a finalized input, where processing time goes to +inf before the watermar
   when the pane has contents — EARLY before the window's end, LATE after it — unless the
   watermark cleaned the window up; no end-of-window timer (``GlobalWindows`` fire their final
   pane at the end of a finalized input with what arrived since their last firing);
+- A ``ProcessingTimeTrigger`` over event-time windows: every element arms (once until it
+  fires) a processing-time timer at the window's ``max``, due in step 1 of a later bundle;
+  it fires EARLY or LATE by the watermark, as ``after_first_element`` alone by processing
+  time does;
 - **Processing-time windows** (tumbling or sliding, assigned in SQL by the bundle's ``P_b``,
   never late) with their ``ProcessingTimeTrigger``: the window's end is a processing-time
   timer, due in step 1 (before the elements) of the first later bundle whose processing time
@@ -54,13 +58,15 @@ class TriggerTimers:
 
     def _arm(self, window: Any, b: int, ts: int, trigger: Any) -> None:
         """The ``after_first_element`` timer ``trigger`` arms for an element at ``ts`` of
-        bundle ``b``: by processing time ``P_b + delay``, due in step 1 of the first later
-        bundle whose processing time reaches it; by event time ``ts + delay``, due in step 3
-        of the first bundle (this one at the earliest) whose watermark reaches it — unless
-        the window's end (early) or its cleanup (alone) comes first: then nothing is due,
-        and the armed time only keeps later elements from arming another."""
-        if not trigger.event_time:
-            at = window.fire_at = self.P[b] + trigger.delay_ms
+        bundle ``b`` (``None``: a ``ProcessingTimeTrigger``'s, at the window's ``max``): by
+        processing time ``P_b + delay``, due in step 1 of the first later bundle whose
+        processing time reaches it; by event time ``ts + delay``, due in step 3 of the first
+        bundle (this one at the earliest) whose watermark reaches it — unless the window's end
+        (early) or its cleanup (alone) comes first: then nothing is due, and the armed time
+        only keeps later elements from arming another."""
+        if trigger is None or not trigger.event_time:
+            at = window.fire_at = self._max(window) if trigger is None else \
+                self.P[b] + trigger.delay_ms
             heapq.heappush(self.proc_timers,
                            (max(bisect_left(self.P, at), b + 1), at, window.start))
             return
@@ -118,7 +124,7 @@ class TriggerTimers:
             if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
                 window.early = 0
                 self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)
-        elif self.first is not None:      # the window's own trigger
+        elif self.first is not None or self.proc_end:      # the window's own trigger
             # (a window the watermark cleaned up before this step is gone)
             if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
                 self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)

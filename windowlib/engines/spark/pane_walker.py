@@ -23,7 +23,8 @@ engine's DSL triggers; the transcripts and the differential tests prove both):
   the pane has contents and re-arms ``every`` later; at the end of a finalized input it fires
   once more without re-arming; ``max`` is the ON_TIME timer; late elements fire at once;
 - ``after_first_element`` timers (early or alone, by event or processing time), the
-  ``ContinuousProcessingTimeTrigger`` and **processing-time windows**: ``pane_timers.py``;
+  ``ContinuousProcessingTimeTrigger``, a ``ProcessingTimeTrigger`` over event-time windows
+  and **processing-time windows**: ``pane_timers.py``;
 - a ``CountTrigger`` fires every ``count_every``-th element of the window, on time (EARLY)
   or late (LATE), and has no end-of-window timer; **count windows** (``GlobalWindows``) never
   end, are never cleaned up, and fire a final ON_TIME pane at the end of a finalized input
@@ -110,6 +111,7 @@ class PaneWalkConfig:
     early_first: Any = None             # an early after_first_element (either clock)
     first: Any = None                   # after_first_element as the window's trigger
     continuous_pt: int | None = None    # a ContinuousProcessingTimeTrigger's interval
+    proc_end: bool = False              # a ProcessingTimeTrigger over event-time windows
 
 
 class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
@@ -134,12 +136,12 @@ class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
         self.delta, self.never = config.delta, config.never
         self.processing = config.processing
         self.early_first, self.first = config.early_first, config.first
-        self.continuous_pt = config.continuous_pt
+        self.continuous_pt, self.proc_end = config.continuous_pt, config.proc_end
         # count, delta, never, after_first_element and continuous processing-time triggers
         # register no end-of-window timer; processing-time windows one in processing time
         self.end_timer = not (self.count_every or self.delta is not None or self.never
                               or self.processing or self.first is not None
-                              or self.continuous_pt)
+                              or self.continuous_pt or self.proc_end)
         # processing-time timers (b*, time, start): a processing-time window's end, an
         # after_first_element or a continuous processing-time firing (pane_timers.py)
         self.proc_timers: list[tuple[int, int, int]] = []
@@ -308,7 +310,7 @@ class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
         by a delta trigger) arrived in bundle ``b``."""
         if self.processing:      # fires by processing time only
             return
-        if self.first is not None:      # after_first_element alone fires by its timer only
+        if self.first is not None or self.proc_end:      # they fire by their timer only
             if window.fire_at is None:
                 self._arm(window, b, ts, self.first)
             return

@@ -56,6 +56,7 @@ from windowlib.core.triggers import (
     CountTrigger,
     DeltaTrigger,
     NeverTrigger,
+    ProcessingTimeTrigger,
 )
 from windowlib.core.watermarks import WatermarkStrategy
 from windowlib.engines.base import BundleTimes
@@ -224,6 +225,8 @@ def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
                                  delta=trigger if type(trigger) is DeltaTrigger else None,
                                  never=type(trigger) is NeverTrigger,
                                  processing=not logic.assigner.is_event_time,
+                                 proc_end=type(trigger) is ProcessingTimeTrigger
+                                 and logic.assigner.is_event_time,
                                  early_first=early_first,
                                  first=trigger if type(trigger) is AfterFirstElement else None,
                                  continuous_pt=trigger.interval_ms

@@ -197,8 +197,9 @@ def pane_reasons(pipeline: Pipeline) -> list[str]:
     windows), a ``DeltaTrigger``, a ``ContinuousProcessingTimeTrigger`` or a ``NeverTrigger``
     (the default of ``GlobalWindows``: one final pane per key at the end of a finalized
     input), the last four also over ``GlobalWindows``, processing-time tumbling or sliding
-    windows with their default ``ProcessingTimeTrigger``, ``after_first_element(delay)``
-    (event or processing time) over time windows, any of them inside a ``PurgingTrigger``,
+    windows with their default ``ProcessingTimeTrigger`` (also over event-time windows),
+    ``after_first_element(delay)`` (event or processing time) over time windows, any of them
+    inside a ``PurgingTrigger``,
     and ``after_end_of_window()`` with an early ``after_first_element``
     (``pane_dsl_trigger``); one-shot runs only
     (incremental runs keep the general path's state)."""
@@ -313,7 +314,8 @@ def _firing_reasons(pipeline: Pipeline, panes: bool = False) -> list[str]:
         trigger, purging = pane_trigger(trigger)
         discarding = discarding or purging
         if type(trigger) in (ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger,
-                             CountTrigger, DeltaTrigger, NeverTrigger, AfterFirstElement):
+                             CountTrigger, DeltaTrigger, NeverTrigger, AfterFirstElement,
+                             ProcessingTimeTrigger):
             return reasons
     if panes and not (native_trigger(trigger) or pane_dsl_trigger(trigger)):
         reasons.append(f"the pane path does not fire the trigger {trigger!r} (it fires the "
