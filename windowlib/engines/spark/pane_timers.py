@@ -54,7 +54,20 @@ __all__ = ["TriggerTimers"]
 
 class TriggerTimers:
     """Reads the walker's windows, bundle clocks (``P``, ``W``, ``w_before``), position and
-    configuration (``processing``, ``size``); fires through its ``_fire``."""
+    configuration (``processing``, ``size``); fires through its ``_fire``. Owns the rule of
+    which bundle a timer is due in (``_due_in_step_one``/``_due_in_step_three``), for every
+    timer of the walker."""
+
+    def _due_in_step_one(self, at: int, start: int, earliest: int) -> None:
+        """A processing-time timer at ``at`` of the window at ``start``: due in step 1 of the
+        first bundle from ``earliest`` on whose processing time reaches it (``n_bundles``:
+        none in this run)."""
+        heapq.heappush(self.proc_timers, (max(bisect_left(self.P, at), earliest), at, start))
+
+    def _due_in_step_three(self, at: int, start: int, earliest: int) -> None:
+        """An event-time timer at ``at``: due in step 3 of the first bundle from ``earliest`` on
+        whose watermark reaches it."""
+        heapq.heappush(self.pending, (max(bisect_left(self.W, at), earliest), at, start))
 
     def _arm(self, window: Any, b: int, ts: int, trigger: Any) -> None:
         """The ``after_first_element`` timer ``trigger`` arms for an element at ``ts`` of
@@ -67,22 +80,20 @@ class TriggerTimers:
         if trigger is None or not trigger.event_time:
             at = window.fire_at = self._max(window) if trigger is None else \
                 self.P[b] + trigger.delay_ms
-            heapq.heappush(self.proc_timers,
-                           (max(bisect_left(self.P, at), b + 1), at, window.start))
+            self._due_in_step_one(at, window.start, b + 1)
             return
         at = window.fire_at = ts + trigger.delay_ms
-        mx = window.start + self.size - 1
+        mx = self._max(window)
         due_by = cleanup_time(mx, self.lateness, True) if trigger is self.first else mx - 1
         if at <= due_by:
-            heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at, window.start))
+            self._due_in_step_three(at, window.start, b)
 
     def _arm_continuous(self, window: Any, b: int) -> None:
         """A ``ContinuousProcessingTimeTrigger``'s first timer, for an element of bundle
         ``b``."""
         every = self.continuous_pt
         at = window.fire_at = min(self.P[b] - self.P[b] % every + every, self._max(window))
-        heapq.heappush(self.proc_timers,
-                       (max(bisect_left(self.P, at), b + 1), at, window.start))
+        self._due_in_step_one(at, window.start, b + 1)
 
     def _max(self, window: Any) -> int:
         return MAX_TS if self.global_window else window.start + self.size - 1
@@ -95,7 +106,7 @@ class TriggerTimers:
         window.fire_at = None          # the trigger restarts
         if not window.buffer:
             return
-        mx = window.start + self.size - 1
+        mx = self._max(window)
         if window.on_time_fired:
             timing = Timing.LATE
         elif time >= mx:
@@ -117,19 +128,18 @@ class TriggerTimers:
         window.fire_at = None          # the trigger restarts (or the early phase is over)
         self._step_one(b)
         mx, watermark = self._max(window), self.clock.watermark
-        if self.continuous_pt:
-            if b < self.n_bundles and time < mx:       # re-arm, due in this step at the earliest
-                at = window.fire_at = min(time + self.continuous_pt, mx)
-                heapq.heappush(self.proc_timers, (max(bisect_left(self.P, at), b), at, start))
-            if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
-                window.early = 0
-                self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)
-        elif self.first is not None or self.proc_end:      # the window's own trigger
-            # (a window the watermark cleaned up before this step is gone)
-            if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
-                self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)
-        elif watermark < mx and window.buffer:  # early: void past the end; no empty pane
-            self._fire(window, Timing.EARLY, False)
+        if self.early_first is not None:      # void past the window's end; no empty pane
+            if watermark < mx and window.buffer:
+                self._fire(window, Timing.EARLY, False)
+            return
+        if self.continuous_pt and b < self.n_bundles and time < mx:
+            # re-armed; due in this step at the earliest
+            window.fire_at = min(time + self.continuous_pt, mx)
+            self._due_in_step_one(window.fire_at, start, b)
+        # the window's own trigger (a window the watermark cleaned up before this step is gone)
+        if window.buffer and cleanup_time(mx, self.lateness, True) > watermark:
+            window.early = 0         # (a final global pane takes what arrives after this)
+            self._fire(window, Timing.EARLY if watermark < mx else Timing.LATE, False)
 
     def _step_one(self, b: int) -> None:
         """Position and clocks of step 1 of bundle ``b`` (``n_bundles``: the end of a finalized

@@ -59,7 +59,6 @@ with ``KEY_STATE_LIMIT``.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -189,11 +188,10 @@ class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
                 return window         # never ends, never cleaned up
             mx = start + self.size - 1
             if self.processing:      # due in step 1 of a later bundle; cleaned up then
-                b_star = max(bisect_left(self.P, mx), self.b_open + 1)
-                heapq.heappush(self.proc_timers, (b_star, mx, start))
+                self._due_in_step_one(mx, start, self.b_open + 1)
                 return window
             if self.end_timer:
-                heapq.heappush(self.pending, (bisect_left(self.W, mx), mx, start))
+                self._due_in_step_three(mx, start, 0)
             heapq.heappush(self.cleanups, (cleanup_time(mx, self.lateness, True), start))
         return window
 
@@ -248,7 +246,7 @@ class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
         at = min(time + self.every, mx)
         window.fire_at = at if b < self.n_bundles else None
         if b < self.n_bundles and at < mx:
-            heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at, start))
+            self._due_in_step_three(at, start, b)
         if window.buffer:           # an empty pane (discarding, an evictor) is none
             self._clock_at(b, phase)
             self._fire(window, _EARLY, False)
@@ -339,8 +337,7 @@ class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
                 at = window.fire_at = min(ts - ts % self.every + self.every, mx)
                 if at < mx:         # at the end it is the end's own timer; one at or before
                     # the watermark fires in this bundle's step 3
-                    heapq.heappush(self.pending, (max(bisect_left(self.W, at), b), at,
-                                                  window.start))
+                    self._due_in_step_three(at, window.start, b)
             elif self.early_first is not None and window.fire_at is None:
                 self._arm(window, b, ts, self.early_first)
             every, timing = self.early_every, _EARLY
