@@ -202,8 +202,10 @@ def test_the_commit_record_counts_the_rows_readers_read_back(spark, lake):
     finally:
         if sc is not None:
             sc.setLocalProperty("spark.jobGroup.id", None)
-    if sc is not None:   # bundle plan + the routed write (+ adaptive shuffle stages); was 13
-        assert len(sc.statusTracker().getJobIdsForGroup("incremental-counts")) <= 6
+    if sc is not None:   # was 13; then 12 once the native path took this pipeline, because
+        # the null-key rows (rejects) defeat the footer plan and with it the small-run mode
+        # (no adaptive stage jobs): the footers' row counts size the run now
+        assert len(sc.statusTracker().getJobIdsForGroup("incremental-counts")) <= 3
     firings = read_firings(loc["output"], spark=spark).collect()
     assert summary.firings == len(firings) > 0
     assert summary.firings_by_timing == dict(Counter(r["timing"] for r in firings))

@@ -23,7 +23,7 @@ from typing import Any
 from windowlib.core.pipeline import Pipeline
 from windowlib.runs.schemas import Footer
 
-__all__ = ["EXPLICIT_SCHEMA_FOOTERS", "FooterPlan", "footer_plan"]
+__all__ = ["EXPLICIT_SCHEMA_FOOTERS", "FooterPlan", "footer_plan", "footer_rows"]
 
 # a source with an explicit schema needs no footer for its schema: read them for the plan only
 # when there are few files (each footer is one small read on the driver)
@@ -65,3 +65,12 @@ def footer_plan(pipeline: Pipeline, frame: Any, footers: Sequence[Footer],
         return None
     return FooterPlan(stats, sum(s.count for s in stats.values()),
                       frozenset(f.uri for f in readable))
+
+
+def footer_rows(footers: Sequence[Footer], files: Sequence[Any]) -> int | None:
+    """The rows ``files`` hold by their footers, or ``None`` when a footer is missing or
+    unreadable: a size for choosing how to run (``run_outputs.is_small_run``) when the
+    statistics cannot give the plan's figures (null keys, say), never a figure itself."""
+    if not footers or len(footers) != len(files) or any(f.metadata is None for f in footers):
+        return None
+    return sum(int(f.metadata.num_rows) for f in footers)

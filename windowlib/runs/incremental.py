@@ -37,7 +37,7 @@ from windowlib.core.outputs import OUTPUTS
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import finite_ms
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
-from windowlib.runs.footer_plan import EXPLICIT_SCHEMA_FOOTERS, footer_plan
+from windowlib.runs.footer_plan import EXPLICIT_SCHEMA_FOOTERS, footer_plan, footer_rows
 from windowlib.runs.lineage_emit import emits_lineage
 from windowlib.runs.outputs import bind_output
 from windowlib.runs.protocol import CommitDetails, PlannedBundle, RunPlan, RunStatus
@@ -141,7 +141,8 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
                              persist=False, **options)
     rows_schema = frame.drop(ERROR_COLUMN, CORRUPT_COLUMN).schema
     chosen, _ = executor.choose(pipeline, rows_schema, prior)
-    rows_in_run = stats.rows + state_rows(parent) if stats is not None else None
+    new_rows = stats.rows if stats is not None else footer_rows(footers, files)
+    rows_in_run = new_rows + state_rows(parent) if new_rows is not None else None
     small = is_small_run(rows_in_run)
     target = io_parallelism(spark, 1 << 30)
     if chosen == "native" and len(files) < target and not small:
