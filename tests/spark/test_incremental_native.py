@@ -57,6 +57,25 @@ def pipelines() -> dict[str, wl.Pipeline]:
             wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
         .allowed_lateness(wl.Time.hours(3)).accumulation("discarding")
         .aggregate(agg.sum("value").alias("total"), agg.count()),
+        # early count firings: the count and the pane since the last firing span runs
+        "tumbling_early_accumulating": base("nat_early_acc").window(
+            wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
+        .trigger(wl.EventTimeTrigger.after_end_of_window()
+                 .with_early_trigger(wl.CountTrigger.at_least(3)))
+        .allowed_lateness(wl.Time.hours(2)).aggregate(*AGGS),
+        "sliding_early_discarding": base("nat_early_disc").window(
+            wl.SlidingEventTimeWindows.of(wl.Time.minutes(60), wl.Time.minutes(20)))
+        .trigger(wl.EventTimeTrigger.after_end_of_window()
+                 .with_early_trigger(wl.CountTrigger.of(2)))
+        .allowed_lateness(wl.Time.hours(1)).accumulation("discarding")
+        .aggregate(agg.sum("value").alias("total"), agg.count(),
+                   agg.first("value").alias("first_v"), agg.last("value").alias("last_v")),
+        "window_all_early_discarding": base("nat_all_early", keyed=False).window_all(
+            wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
+        .trigger(wl.EventTimeTrigger.after_end_of_window()
+                 .with_early_trigger(wl.CountTrigger.at_least(4)))
+        .allowed_lateness(wl.Time.hours(3)).accumulation("discarding")
+        .aggregate(agg.sum("value").alias("total"), agg.count()),
     }
 
 
@@ -154,21 +173,25 @@ def test_native_incremental_runs_equal_the_general_path(spark, lake, name):
     assert native[2] == general[2]                    # the final clock
     assert (native[3], general[3]) == ("native-windows", "general-keys")
     firings = native[0]["firings"]
-    timings = {r[4] if name != "window_all_discarding" else r[3] for r in firings}
+    timings = {r[4] if not name.startswith("window_all") else r[3] for r in firings}
     assert "ON_TIME" in timings, timings
+    if "early" in name:
+        assert "EARLY" in timings, timings
     if name != "tumbling_discarding_no_lateness":     # no lateness, no LATE firing
         assert "LATE" in timings, timings
     assert native[0]["late"]                          # late rows beyond the lateness
-    if name != "window_all_discarding":
+    if not name.startswith("window_all"):
         assert native[0]["rejects"]                   # null keys
     assert all(s["inputs"] == s["processed"] + s["late"] + s["rejects"] for s in native[1])
 
 
-def test_native_two_run_grouping_equals_hourly_runs(spark, lake):
-    p = pipelines()["sliding_retracting"]
-    _, _, hourly = _runs(spark, lake, p, "group-hourly", "native",
+@pytest.mark.parametrize("name", ["sliding_retracting", "sliding_early_discarding"])
+def test_native_two_run_grouping_equals_hourly_runs(spark, lake, name):
+    p = pipelines()[name]
+    _, _, hourly = _runs(spark, lake, p, f"group-hourly-{name}", "native",
                          [(h, h) for h in range(HOURS)])
-    _, _, two = _runs(spark, lake, p, "group-two", "native", [(0, 2), (3, HOURS - 1)])
+    _, _, two = _runs(spark, lake, p, f"group-two-{name}", "native",
+                      [(0, 2), (3, HOURS - 1)])
     assert _outputs(spark, two) == _outputs(spark, hourly)
 
 
@@ -196,11 +219,11 @@ def test_a_checkpoint_keeps_the_path_it_was_written_with(spark, lake):
     switched = run_incremental(native_ok, src, ck2, out2, watermark=WATERMARK, spark=spark,
                                path="native", rebuild=True)
     assert switched.status == "rebuild published" and switched.path == "native"
-    # a pipeline outside the native subset (an early count trigger) runs generally
+    # a pipeline outside the native incremental subset (a late count trigger) runs generally
     counted = (wl.Pipeline("nat_counted", timestamp="ts").key_by("key")
                .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
                .trigger(wl.EventTimeTrigger.after_end_of_window()
-                        .with_early_trigger(wl.CountTrigger.at_least(2)))
+                        .with_late_trigger(wl.CountTrigger.at_least(2)))
                .aggregate(agg.count()))
     s = run_incremental(counted, src, f"file://{lake}/counted/ck",
                         f"file://{lake}/counted/out", partitions=_hours(0, 0),

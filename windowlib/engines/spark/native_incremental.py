@@ -3,15 +3,19 @@ pane state carried between runs as ONE ROW PER LIVE WINDOW — Spark SQL only, n
 row, no per-key snapshot to parse.
 
 Scope (``planner.incremental_path``): what the native path runs with the default trigger
-(``EventTimeTrigger`` or ``after_end_of_window()`` without early/late triggers), every
-accumulation mode, except ``collect_list`` (its arrival order would have to survive runs).
+(``EventTimeTrigger`` or ``after_end_of_window()`` without a late trigger), every
+accumulation mode, except ``collect_list`` (its arrival order would have to survive runs);
+with an early count trigger too, outside accumulating_and_retracting
+(``native_incremental_early.py``: the EARLY firings, the pane since the last one, and why
+they continue the saved count).
 
 State (``state_kind`` ``native-windows``, ``NATIVE_STATE_FORMAT``): per live window — key
 columns, ``__wl_window_start`` (ms), ``__wl_on_time_count`` (on-time elements so far),
-``__wl_on_time_fired`` (the ON_TIME pane fired), ``__wl_panes`` (firings so far = the next
-pane index), the accumulator columns ``__wl_acc{i}_{name}`` (accumulating: every kept element
-so far; discarding: the elements since the last firing, null when none), and in retracting
-mode the last firing's ``__wl_last_timing`` and results ``__wl_last_{name}``.
+``__wl_on_time_fired`` (the ON_TIME decision is made: the pane fired, or — discarding, with
+early firings — was empty when the watermark reached ``max``), ``__wl_panes`` (firings so
+far = the next pane index), the accumulator columns ``__wl_acc{i}_{name}`` (accumulating:
+every kept element so far; discarding: the elements since the last firing, null when none),
+and in retracting mode the last firing's ``__wl_last_timing`` and results ``__wl_last_{name}``.
 ``__wl_format_version``. A window leaves the state when the watermark reaches its cleanup
 time (``max_timestamp + allowed_lateness``).
 
@@ -23,8 +27,10 @@ keeps first/last ties on the earlier side), and
 - this run's elements meet ``W_{b-1}`` with ``W_{-1}`` = the saved watermark: on-time iff
   ``W_{b-1} < max``; the window's ON_TIME pane fires in this run iff it has not fired before,
   has on-time elements (saved or new) and this run's watermark reaches ``max`` (pane index =
-  saved firings, 0 with this trigger);
-- each kept late element fires at once: pane = saved firings + (ON_TIME in this run) + its
+  saved firings, 0 without early firings; with them, discarding, only when the pane is not
+  empty — ``native_incremental_early.py``, whose EARLY firings come first);
+- each kept late element fires at once: pane = saved firings + (this run's EARLY firings) +
+  (ON_TIME in this run) + its
   rank among this run's late elements of the window (window functions over the late rows
   alone); accumulating: saved + on-time + late so far; discarding: the element alone;
   retractions repeat the previous firing — this run's, or the saved last firing;
@@ -44,17 +50,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.errors import StateError, rebuild_hint
 from windowlib.core.outputs import OutputColumns
 from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.general import PHASE_TIMERS_WM
-from windowlib.engines.spark.native import NativeInputs, prepare_native
+from windowlib.engines.spark.native import NativeInputs, count_phases, prepare_native
 from windowlib.engines.spark.native_default import (
     ON_TIME_MARK,
     RETRACTION,
     ROLE,
     K,
     late_branch,
+)
+from windowlib.engines.spark.native_incremental_early import (
+    N0,
+    PANES0,
+    REST_N,
+    SAVED,
+    early_branch,
 )
 from windowlib.engines.spark.native_parts import (
     BSTAR,
@@ -70,6 +82,20 @@ from windowlib.engines.spark.native_parts import (
     nullable,
     plus_saturating,
 )
+from windowlib.engines.spark.native_window_state import (
+    IN_S,
+    NATIVE_STATE_FORMAT,
+    S_FIRED,
+    S_FORMAT,
+    S_LAST_TIMING,
+    S_ON_N,
+    S_PANES,
+    S_WS,
+    STATE_KIND,
+    acc_column,
+    last_column,
+    saved_windows,
+)
 from windowlib.engines.spark.outputs import (
     ROUTE_SEP,
     OutputPart,
@@ -77,17 +103,11 @@ from windowlib.engines.spark.outputs import (
     no_side_outputs,
     render,
 )
-from windowlib.engines.spark.state import check_key_types
 
-STATE_KIND = "native-windows"
-NATIVE_STATE_FORMAT = 1
 FIRING, STATE = "__wl_firing", "__wl_state"
 FIRES, KEEPS = "__wl_fires", "__wl_keeps"
-IN_S, IN_M, OT = "__wl_in_s", "__wl_in_m", "__wl_ot"
-# persisted state columns (besides the keys and accumulators)
-S_WS, S_ON_N, S_FIRED = "__wl_window_start", "__wl_on_time_count", "__wl_on_time_fired"
-S_PANES, S_LAST_TIMING, S_FORMAT = "__wl_panes", "__wl_last_timing", "__wl_format_version"
-
+IN_M, OT = "__wl_in_m", "__wl_ot"
+EARLY_N, DECIDED = "__wl_early_n", "__wl_decided"
 
 @dataclass
 class NativeIncrementalRun:
@@ -139,27 +159,6 @@ class NativeIncrementalRun:
         ], state_kind=STATE_KIND)
 
 
-def acc_column(i: int, name: str) -> str:
-    return f"__wl_acc{i}_{name}"
-
-
-def last_column(name: str) -> str:
-    return f"__wl_last_{name}"
-
-
-def check_native_state(state: Any, key_columns: Sequence[str], key_types: dict[str, Any],
-                       acc_types: dict[str, Any]) -> None:
-    """Raise ``StateError`` unless ``state`` has the native state schema for these keys and
-    accumulators (only the schema is read)."""
-    fields = {f.name: f.dataType for f in state.schema.fields}
-    needed = [*key_columns, S_WS, S_ON_N, S_FIRED, S_PANES, S_FORMAT, *acc_types]
-    missing = [c for c in needed if c not in fields]
-    if missing:
-        raise StateError(f"the native window state lacks columns {missing}; restore an intact "
-                         f"checkpoint version, or {rebuild_hint()}", code="CHECKPOINT_CORRUPT")
-    check_key_types(fields, key_columns, key_types)
-
-
 def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: Any = None,
                            order_by: Sequence[str] | str | None = None,
                            processing_time: Any = None, state: Any = None,
@@ -175,7 +174,8 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
                             processing_time=processing_time, footer_stats=False, clock=clock,
                             bundle_stats=bundle_stats)
     parts, logic = inputs.parts, inputs.logic
-    windows, state_columns = _windows(parts, inputs, state, df)
+    early, _ = count_phases(logic.trigger)
+    windows, state_columns = _windows(parts, inputs, state, df, early)
     return NativeIncrementalRun(
         windows=windows, state_columns=state_columns,
         late=inputs.late, rejects=inputs.rejects,
@@ -185,8 +185,10 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
         element_columns=tuple(inputs.user_columns))
 
 
-def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
+def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int | None
              ) -> tuple[Any, tuple[str, ...]]:
+    """The window rows (``NativeIncrementalRun.windows``); ``every``: the early count
+    (``native_incremental_early.py``), ``None`` without early firings."""
     from pyspark.sql import functions as F
 
     compiled, kept = parts.compiled, parts.kept
@@ -202,13 +204,21 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
     acc_types = {acc_column(i, name): nullable(main.schema[f"__wl_a{i}_{name}"].dataType)
                  for i, acc in enumerate(run_accs) for name in acc}
     result_types = {c.name: c.dtype for c in compiled}
-    saved = _saved_columns(state, parts, key_cols, acc_types, result_types, df)
+    saved = saved_windows(state, parts, key_cols, acc_types, result_types, df)
     # shuffled hash join (the saved windows build the table): a sort-merge join would sort both
     w0 = main.join(saved.hint("shuffle_hash"), on=parts.key_names, how="full")
     in_s = F.coalesce(F.col(IN_S), F.lit(False))
     in_m = F.coalesce(F.col(IN_M), F.lit(False))
     saved_accs = [{name: F.col(f"__wl_p{i}_{name}") for name in acc}
                   for i, acc in enumerate(run_accs)]
+    early = None
+    if every is not None:
+        prior = saved.select(*parts.key_names, F.col(S_ON_N).alias(N0),
+                             F.col(S_PANES).alias(PANES0), F.col(IN_S).alias(SAVED),
+                             *[c for acc in saved_accs for c in acc.values()])
+        early = early_branch(parts, prior, every, saved_accs)
+        if early.rest is not None:
+            w0 = w0.join(early.rest.hint("shuffle_hash"), on=parts.key_names, how="left")
     totals = []     # the on-time side of every combination: saved + this run's on-time part
     for i, (c, s_acc, m_acc) in enumerate(zip(compiled, saved_accs, run_accs)):
         merged = c.combine(s_acc, m_acc)
@@ -218,12 +228,26 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
                                .cast(acc_types[acc_column(i, name)]))
         totals.append({name: F.col(f"__wl_t{i}_{name}") for name in m_acc})
     w0 = parts.with_on_time_clocks(w0)
-    on_total = F.coalesce(F.col(S_ON_N), F.lit(0)) + F.coalesce(F.col(ON_N), F.lit(0))
+    saved_n = F.coalesce(F.col(S_ON_N), F.lit(0))
+    on_total = saved_n + F.coalesce(F.col(ON_N), F.lit(0))
     fired_s = F.coalesce(F.col(S_FIRED), F.lit(False))
     panes_s = F.coalesce(F.col(S_PANES), F.lit(0)).cast("long")
-    ot = (~fired_s) & (on_total > F.lit(0)) & (F.col(BSTAR) < F.lit(n))
-    w0 = w0.withColumn(OT, ot)
-    ot = F.col(OT)
+    # the ON_TIME decision falls in this run; S_FIRED records it (fired or, discarding after
+    # an early firing with nothing since, empty)
+    decided = (~fired_s) & (on_total > F.lit(0)) & (F.col(BSTAR) < F.lit(n))
+    ot = decided
+    early_n = F.lit(0).cast("long")     # this run's early firings of the window
+    if every is not None:
+        early_n = (F.floor(on_total / F.lit(every)) - F.floor(saved_n / F.lit(every)))
+        if not parts.accumulating:
+            ot = decided & (F.pmod(on_total, F.lit(every)) != F.lit(0))
+    w0 = w0.withColumns({OT: ot, EARLY_N: early_n, DECIDED: decided})
+    ot, early_n = F.col(OT), F.col(EARLY_N)
+    panes_s = panes_s + early_n         # the firings before this run's ON_TIME and late ones
+    since_last = totals                 # the pane's contents since the last firing
+    if early is not None and early.rest_accs is not None:
+        since_last = [{name: F.when(early_n > F.lit(0), r[name]).otherwise(t[name])
+                       for name in t} for t, r in zip(totals, early.rest_accs)]
     ot01 = F.when(ot, F.lit(1)).otherwise(F.lit(0))
 
     # --- this run's late rows: arrival order, running accumulators, roles ---------------------
@@ -244,7 +268,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
     def combined(base: list[dict], other: list[dict]) -> list[dict]:
         return [c.combine(b, o) for c, b, o in zip(compiled, base, other)]
 
-    on_results = results(totals)
+    on_results = results(totals if parts.accumulating else since_last)
     now = combined(totals, running) if parts.accumulating else running
     # firing values, per kind (entry_names order: see Parts._values)
     on_values = parts._values(
@@ -277,29 +301,23 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
         return out.otherwise(late_values[k])
 
     entry = {name: pick(k) for k, name in enumerate(parts.entry_names())}
-    # a firing's internal values (window bounds and clocks in ms; ``outputs.render`` makes
-    # them public columns)
-    firing = [*[user_col(c) for c in key_cols], F.col(WS).alias("window_start"),
-              (F.col(WS) + F.lit(parts.size)).alias("window_end"),
-              entry["pane_index"].alias("pane_index"), entry["timing"].alias("timing"),
-              entry["is_final"].alias("is_final"),
-              *([entry["retract"].alias("retract")] if parts.retracting else []),
-              entry["watermark"].alias("watermark"),
-              entry["processing_time"].alias("processing_time"),
-              *[entry[c.name].alias(c.name) for c in compiled]]
+    firing = _firing(parts, key_cols, entry)
 
     # state values: the window after this run
     any_late = k0 > F.lit(0)
     after = (combined(totals, late_all) if parts.accumulating else None)
     state_cols = [*[user_col(c) for c in key_cols], F.col(WS).alias(S_WS),
-                  on_total.cast("long").alias(S_ON_N), (fired_s | ot).alias(S_FIRED),
+                  on_total.cast("long").alias(S_ON_N), (fired_s | F.col(DECIDED)).alias(S_FIRED),
                   (panes_s + ot01 + k0).alias(S_PANES)]
-    for i, t in enumerate(totals):
+    for i, (t, since) in enumerate(zip(totals, since_last)):
         for name in t:
             if parts.accumulating:
                 value = F.when(any_late, after[i][name]).otherwise(t[name])
             else:     # every firing purges the pane
-                value = F.when(ot | any_late, F.lit(None)).otherwise(t[name])
+                value = F.when(ot | any_late, F.lit(None)).otherwise(since[name])
+                if early is not None:
+                    value = F.when((early_n > F.lit(0)) & (F.col(REST_N) == F.lit(0)),
+                                   F.lit(None)).otherwise(value)
             state_cols.append(value.cast(acc_types[acc_column(i, name)])
                               .alias(acc_column(i, name)))
     if parts.retracting:
@@ -315,8 +333,31 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any
                       F.when(fires, F.struct(*firing)).alias(FIRING),
                       F.when(keeps, F.struct(*state_cols)).alias(STATE)).filter(
         F.col(FIRES) | F.col(KEEPS))
-    state_names = tuple(out.schema[STATE].dataType.names)
-    return out, state_names
+    state_type = out.schema[STATE].dataType
+    if early is not None:
+        values = parts.element_values(early.pane, F.lit("EARLY"), F.lit(False), early.results,
+                                      rorder=1)
+        early_entry = dict(zip(parts.entry_names(), values))
+        out = out.unionByName(early.rows.select(
+            F.lit(True).alias(FIRES), F.lit(False).alias(KEEPS),
+            F.struct(*_firing(parts, key_cols, early_entry)).alias(FIRING),
+            F.lit(None).cast(state_type).alias(STATE)))
+    return out, tuple(state_type.names)
+
+
+def _firing(parts: Parts, key_cols: list[str], entry: dict[str, Any]) -> list:
+    """A firing's internal values (window bounds and clocks in ms; ``outputs.render`` makes
+    them public columns) from its ``entry`` (``Parts.entry_names`` → column)."""
+    from pyspark.sql import functions as F
+
+    return [*[user_col(c) for c in key_cols], F.col(WS).alias("window_start"),
+            (F.col(WS) + F.lit(parts.size)).alias("window_end"),
+            entry["pane_index"].alias("pane_index"), entry["timing"].alias("timing"),
+            entry["is_final"].alias("is_final"),
+            *([entry["retract"].alias("retract")] if parts.retracting else []),
+            entry["watermark"].alias("watermark"),
+            entry["processing_time"].alias("processing_time"),
+            *[entry[c.name].alias(c.name) for c in parts.compiled]]
 
 
 def _alive(parts: Parts) -> Any:
@@ -327,36 +368,3 @@ def _alive(parts: Parts) -> Any:
     last = parts.W[-1] if parts.W else parts.W_before[0]
     cleanup = plus_saturating(F.col(WS) + F.lit(parts.size - 1), parts.lateness)
     return cleanup > F.lit(last)
-
-
-def _saved_columns(state: Any, parts: Parts, key_cols: list[str], acc_types: dict[str, Any],
-                   result_types: dict[str, Any], df: Any) -> Any:
-    """The saved windows renamed for the join (``__wl_p`` accumulators, presence flag), or an
-    empty frame of that shape for the first run."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    types = {f.name: f.dataType for f in df.schema.fields}
-    if state is not None:
-        check_native_state(state, key_cols, types, acc_types)
-    fields = [*[T.StructField(c, types[c], True) for c in key_cols],
-              T.StructField(S_WS, T.LongType(), True), T.StructField(S_ON_N, T.LongType(), True),
-              T.StructField(S_FIRED, T.BooleanType(), True),
-              T.StructField(S_PANES, T.LongType(), True),
-              *[T.StructField(n, t, True) for n, t in acc_types.items()]]
-    if parts.retracting:
-        fields += [T.StructField(S_LAST_TIMING, T.StringType(), True),
-                   *[T.StructField(last_column(n), t, True) for n, t in result_types.items()]]
-    if state is None:
-        spark = df.sparkSession
-        state = spark.createDataFrame([], T.StructType(fields))
-    cols = [*[user_col(c) for c in key_cols], F.col(S_WS).alias(WS),
-            F.col(S_ON_N), F.col(S_FIRED), F.col(S_PANES)]
-    for name, dtype in acc_types.items():
-        i, _, acc = name[len("__wl_acc"):].partition("_")
-        cols.append(F.col(name).cast(dtype).alias(f"__wl_p{i}_{acc}"))
-    if parts.retracting:
-        cols += [F.col(S_LAST_TIMING),
-                 *[F.col(last_column(n)).cast(t).alias(last_column(n))
-                   for n, t in result_types.items()]]
-    return state.select(*cols, F.lit(True).alias(IN_S))

@@ -117,16 +117,21 @@ def incremental_path(pipeline: Pipeline, input_types: Mapping[str, Any] | None =
                      ) -> PathChoice:
     """The path of an incremental run (``runs.incremental``): native when ``plan_path``
     accepts the pipeline AND its trigger is the default one (``EventTimeTrigger`` or
-    ``after_end_of_window()`` without early/late triggers or ``fire_empty_on_time``) AND it
-    has no ``collect_list`` (``native_incremental.py`` carries window state between runs)."""
+    ``after_end_of_window()``), optionally with an early count trigger outside
+    accumulating_and_retracting (``native_incremental_early.py``), without a late trigger or
+    ``fire_empty_on_time`` AND it has no ``collect_list`` (``native_incremental.py`` carries
+    window state between runs)."""
     choice = plan_path(pipeline, input_types)
     reasons = list(choice.reasons)
     trigger = pipeline.effective_trigger
-    if not reasons and (getattr(trigger, "early", None) is not None
-                        or getattr(trigger, "late", None) is not None
+    if not reasons and (getattr(trigger, "late", None) is not None
                         or getattr(trigger, "fire_empty_on_time", False)):
-        reasons.append(f"incremental runs compile only the default trigger natively (the "
+        reasons.append(f"incremental runs compile the default trigger and early count "
+                       f"triggers natively, not late triggers or fire_empty_on_time (the "
                        f"trigger is {trigger!r})")
+    if not reasons and getattr(trigger, "early", None) is not None \
+            and pipeline.effective_accumulation == "accumulating_and_retracting":
+        reasons.append("incremental runs retract early firings on the general path only")
     spec = pipeline.function
     if not reasons and any(a.kind == "collect_list" for a in spec.fn.aggregates):
         reasons.append("collect_list keeps arrival order across incremental runs on the "
