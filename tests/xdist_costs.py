@@ -71,7 +71,8 @@ COST_S: dict[str, float] = {
     "tests/spark/test_function_failures.py": 100,
     "tests/spark/test_lineage_direct.py": 90,    # three runs + an HTTP receiver (OpenLineage)
     "tests/spark/test_typed_outputs.py": 110,
-    "tests/spark/test_incremental_native.py": 110,
+    "tests/spark/test_incremental_native.py": 200,      # + early count pipelines
+    "tests/spark/test_incremental_native_early.py": 90,   # 3 examples under CI
     "tests/spark/test_run_jobs.py": 90,      # warm native runs, jobs counted; 8 runs + gc
     "tests/state/test_state_objectstore.py": 80,
     "tests/unit/test_snapshot_restore.py": 70,

@@ -109,6 +109,7 @@ FIRES, KEEPS = "__wl_fires", "__wl_keeps"
 IN_M, OT = "__wl_in_m", "__wl_ot"
 EARLY_N, DECIDED = "__wl_early_n", "__wl_decided"
 
+
 @dataclass
 class NativeIncrementalRun:
     """The frames of one native incremental run (lazy).
