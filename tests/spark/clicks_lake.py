@@ -5,6 +5,7 @@ session), how a partition file is written and where a run's checkpoint and outpu
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +16,9 @@ from windowlib import aggregates as agg
 T0 = dt.datetime(2024, 3, 1, 0, 0, tzinfo=dt.UTC)
 SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
                     ("value", pa.int64())])
+# the rows of ``arriving_rows``: with their arrival order
+SEQ_SCHEMA = pa.schema([("seq", pa.int64()), ("key", pa.string()),
+                        ("ts", pa.timestamp("ms", tz="UTC")), ("value", pa.int64())])
 
 
 def clicks_pipeline(name: str) -> wl.Pipeline:
@@ -42,3 +46,20 @@ def locations(lake, tag: str) -> dict:
     return {"source": wl.PartitionedSource(f"file://{lake}/events", partition="arrival_hour"),
             "checkpoint": f"file://{lake}/{tag}/checkpoints",
             "output": f"file://{lake}/{tag}/windows"}
+
+
+def arriving_rows(rng: Any, start: dt.datetime, first_seq: int, count: int, keys: str, *,
+                  on_time: float, within: float, late: tuple[int, int],
+                  beyond: tuple[int, int]) -> list[dict]:
+    """``count`` rows ``{seq, key, ts, value}`` arriving in the hour from ``start`` (``seq``
+    from ``first_seq``: the arrival order): with probability ``on_time`` on time and out of
+    order (-10..59 minutes from ``start``), else up to ``within`` late by ``late`` minutes
+    (within the lateness), else by ``beyond`` minutes (beyond it)."""
+    rows = []
+    for seq in range(first_seq, first_seq + count):
+        u = rng.random()
+        minutes = (rng.randint(-10, 59) if u < on_time else rng.randint(*late) if u < within
+                   else rng.randint(*beyond))
+        rows.append({"seq": seq, "key": rng.choice(keys),
+                     "ts": start + dt.timedelta(minutes=minutes), "value": rng.randint(1, 9)})
+    return rows

@@ -14,6 +14,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from clicks_lake import SEQ_SCHEMA, arriving_rows
 
 import windowlib as wl
 from windowlib import aggregates as agg
@@ -26,8 +27,7 @@ pytestmark = pytest.mark.spark
 
 T0 = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 HOURS = 6
-SCHEMA = pa.schema([("seq", pa.int64()), ("key", pa.string()),
-                    ("ts", pa.timestamp("ms", tz="UTC")), ("value", pa.int64())])
+SCHEMA = SEQ_SCHEMA
 WATERMARK = wl.BoundedOutOfOrderness("10 minutes")
 AGGS = (agg.sum("value").alias("total"), agg.count(), agg.max("value").alias("peak"),
         agg.min("value").alias("low"), agg.mean("value").alias("avg"),
@@ -87,14 +87,9 @@ def lake(tmp_path_factory):
     seq = 0
     for hour in range(HOURS):
         start = T0 + dt.timedelta(hours=hour)
-        rows = []
-        for _ in range(rng.randint(8, 12)):
-            u = rng.random()
-            minutes = (rng.randint(-10, 59) if u < 0.6 else rng.randint(-110, -20) if u < 0.85
-                       else rng.randint(-300, -150))
-            rows.append({"seq": seq, "key": rng.choice("abc"),
-                         "ts": start + dt.timedelta(minutes=minutes), "value": rng.randint(1, 9)})
-            seq += 1
+        rows = arriving_rows(rng, start, seq, rng.randint(8, 12), "abc", on_time=0.6,
+                             within=0.85, late=(-110, -20), beyond=(-300, -150))
+        seq += len(rows)
         rows.append({"seq": seq, "key": rows[-1]["key"], "ts": rows[-1]["ts"], "value": 5})
         seq += 1
         if hour % 3 == 1:

@@ -20,6 +20,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from clicks_lake import SEQ_SCHEMA, arriving_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spark_session import spark_examples
@@ -32,8 +33,7 @@ pytestmark = pytest.mark.spark
 
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
 HOURS = 6
-SCHEMA = pa.schema([("seq", pa.int64()), ("key", pa.string()),
-                    ("ts", pa.timestamp("ms", tz="UTC")), ("value", pa.int64())])
+SCHEMA = SEQ_SCHEMA
 WATERMARK = wl.BoundedOutOfOrderness("10 minutes")
 EXAMPLES = spark_examples(ci=3, local=2)
 
@@ -49,14 +49,9 @@ def _lake(root, seed: int) -> wl.PartitionedSource:
     seq = 0
     for hour in range(HOURS):
         start = T0 + dt.timedelta(hours=hour)
-        rows = []
-        for _ in range(rng.randint(5, 9)):
-            u = rng.random()
-            minutes = (rng.randint(-10, 59) if u < 0.7 else rng.randint(-60, -15) if u < 0.9
-                       else rng.randint(-240, -120))
-            rows.append({"seq": seq, "key": rng.choice("ab"),
-                         "ts": start + dt.timedelta(minutes=minutes), "value": rng.randint(1, 9)})
-            seq += 1
+        rows = arriving_rows(rng, start, seq, rng.randint(5, 9), "ab", on_time=0.7,
+                             within=0.9, late=(-60, -15), beyond=(-240, -120))
+        seq += len(rows)
         if rng.random() < 0.3:
             rows.append({"seq": seq, "key": None, "ts": start, "value": 1})
             seq += 1
