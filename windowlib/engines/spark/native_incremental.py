@@ -61,13 +61,7 @@ from windowlib.engines.spark.native_default import (
     K,
     late_branch,
 )
-from windowlib.engines.spark.native_incremental_early import (
-    N0,
-    PANES0,
-    REST_N,
-    SAVED,
-    early_branch,
-)
+from windowlib.engines.spark.native_incremental_early import REST_N, early_branch
 from windowlib.engines.spark.native_parts import (
     BSTAR,
     MX,
@@ -214,10 +208,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
                   for i, acc in enumerate(run_accs)]
     early = None
     if every is not None:
-        prior = saved.select(*parts.key_names, F.col(S_ON_N).alias(N0),
-                             F.col(S_PANES).alias(PANES0), F.col(IN_S).alias(SAVED),
-                             *[c for acc in saved_accs for c in acc.values()])
-        early = early_branch(parts, prior, every, saved_accs)
+        early = early_branch(parts, saved, every, saved_accs)
         if early.rest is not None:
             w0 = w0.join(early.rest.hint("shuffle_hash"), on=parts.key_names, how="left")
     totals = []     # the on-time side of every combination: saved + this run's on-time part
@@ -245,10 +236,12 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
     w0 = w0.withColumns({OT: ot, EARLY_N: early_n, DECIDED: decided})
     ot, early_n = F.col(OT), F.col(EARLY_N)
     panes_s = panes_s + early_n         # the firings before this run's ON_TIME and late ones
-    since_last = totals                 # the pane's contents since the last firing
+    since_last = totals     # the pane's contents since the last firing (null: none)
     if early is not None and early.rest_accs is not None:
-        since_last = [{name: F.when(early_n > F.lit(0), r[name]).otherwise(t[name])
-                       for name in t} for t, r in zip(totals, early.rest_accs)]
+        rest = F.col(REST_N) > F.lit(0)
+        since_last = [{name: F.when(early_n > F.lit(0), F.when(rest, r[name]))
+                       .otherwise(t[name]) for name in t}
+                      for t, r in zip(totals, early.rest_accs)]
     ot01 = F.when(ot, F.lit(1)).otherwise(F.lit(0))
 
     # --- this run's late rows: arrival order, running accumulators, roles ---------------------
@@ -316,9 +309,6 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
                 value = F.when(any_late, after[i][name]).otherwise(t[name])
             else:     # every firing purges the pane
                 value = F.when(ot | any_late, F.lit(None)).otherwise(since[name])
-                if early is not None:
-                    value = F.when((early_n > F.lit(0)) & (F.col(REST_N) == F.lit(0)),
-                                   F.lit(None)).otherwise(value)
             state_cols.append(value.cast(acc_types[acc_column(i, name)])
                               .alias(acc_column(i, name)))
     if parts.retracting:

@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowlib.engines.spark.native_parts import MX, SUB, WP, B, Parts
+from windowlib.engines.spark.native_window_state import IN_S, S_ON_N, S_PANES
 
 R, M, REST_N = "__wl_early_r", "__wl_early_m", "__wl_rest_n"
-# the saved window's figures, as the caller's ``prior`` frame names them
-N0, PANES0, SAVED = "__wl_early_n0", "__wl_early_panes0", "__wl_early_saved"
 
 
 @dataclass
@@ -53,12 +52,11 @@ class EarlyBranch:
     rest_accs: list[dict] | None
 
 
-def early_branch(parts: Parts, prior: Any, every: int, saved_accs: list[dict]
+def early_branch(parts: Parts, saved: Any, every: int, saved_accs: list[dict]
                  ) -> EarlyBranch:
     """The early firings of this run's on-time rows of ``parts``, continuing the saved windows
-    of ``prior`` (one row per saved window: ``parts.key_names``, ``N0``, ``PANES0``, ``SAVED``
-    true, and the saved accumulators that ``saved_accs`` refer to); see the module
-    docstring."""
+    (``native_window_state.saved_windows``, whose accumulators ``saved_accs`` refer to); see
+    the module docstring."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -71,10 +69,12 @@ def early_branch(parts: Parts, prior: Any, every: int, saved_accs: list[dict]
     # every kept column stays: the discarding rest's accumulators read the element values
     ranked = on_rows.select("*", F.row_number().over(by_arrival).alias(R),
                             F.count(F.lit(1)).over(by_window).alias(M), *run_exprs)
+    prior = saved.select(*parts.key_names, S_ON_N, S_PANES, IN_S,
+                         *[c for acc in saved_accs for c in acc.values()])
     ranked = ranked.join(prior.hint("shuffle_hash"), on=parts.key_names, how="left")
-    n0 = F.coalesce(F.col(N0), F.lit(0))
+    n0 = F.coalesce(F.col(S_ON_N), F.lit(0))
     n, r = F.lit(every), n0 + F.col(R)
-    in_s = F.coalesce(F.col(SAVED), F.lit(False))
+    in_s = F.coalesce(F.col(IN_S), F.lit(False))
     if parts.accumulating:
         takes_saved = in_s
     else:     # the run's first early firing also holds the elements saved since the last one
@@ -84,7 +84,7 @@ def early_branch(parts: Parts, prior: Any, every: int, saved_accs: list[dict]
         merged = c.combine(s_acc, e_acc)
         values.append({name: F.when(takes_saved, merged[name]).otherwise(e_acc[name])
                        for name in e_acc})
-    pane = F.coalesce(F.col(PANES0), F.lit(0)) + F.floor(r / n) - F.floor(n0 / n) - F.lit(1)
+    pane = F.coalesce(F.col(S_PANES), F.lit(0)) + F.floor(r / n) - F.floor(n0 / n) - F.lit(1)
     rows = ranked.filter(F.pmod(r, n) == F.lit(0))
     results = [c.result(acc) for c, acc in zip(parts.compiled, values)]
     rest = rest_accs = None
