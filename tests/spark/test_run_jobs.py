@@ -179,3 +179,39 @@ def test_scoped_settings_are_restored_by_the_last_holder(spark):
         assert spark.conf.get(key) == "false" and spark.conf.get(unset) == "x"
     assert spark.conf.get(key) == before
     assert spark.conf.get(unset, None) is None
+
+
+def _compilations(spark) -> int | None:
+    """Java classes Spark's code generator has compiled in this JVM (classic sessions)."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return None
+    return int(jvm.org.apache.spark.metrics.source.CodegenMetrics
+               .METRIC_COMPILATION_TIME().getCount())
+
+
+def test_a_warm_tiny_run_compiles_no_generated_code(spark, tmp_path, monkeypatch):
+    """A tiny run (``run_outputs.INTERPRETED_RUN_ROWS``) evaluates its plan interpreted: its
+    plan holds the run's own literals (watermark, clocks), so whole-stage code generation
+    compiled about twenty new classes every run (~0.5 s on this machine) for a few hundred
+    rows. The same run above the threshold still generates code."""
+    from windowlib.runs import run_outputs
+
+    if _compilations(spark) is None:
+        pytest.skip("codegen metrics: classic sessions only")
+    rng = random.Random(27)
+    for hour in range(4):
+        write_partition(tmp_path / "events", hour, hour_rows(rng, hour))
+    where = locations(tmp_path, "interpreted")
+    compiled = []
+    for hour in range(4):
+        if hour == 3:       # the same pipeline, its run no longer tiny
+            monkeypatch.setattr(run_outputs, "INTERPRETED_RUN_ROWS", 0)
+        value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+        before = _compilations(spark)
+        done = run_incremental(native_pipeline("clicks_interpreted"), partitions=(value, value),
+                               spark=spark, path="native",
+                               watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
+        compiled.append(_compilations(spark) - before)
+        assert done.status == "published" and done.inputs == 200
+    assert compiled[2] == 0 and compiled[3] > 0, compiled

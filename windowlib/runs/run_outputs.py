@@ -22,7 +22,12 @@ submits every shuffle and broadcast stage as a job of its own, and each job pays
 scheduling latency, which dominates an hourly run; its gains (coalescing partitions by size,
 skew splits) need data. It writes with one task per core (``small_writer_tasks``; a large run:
 ``routing.writer_tasks``): every writer task pays a Python worker round trip and a file per
-output, which a few thousand rows do not repay. Results do not change.
+output, which a few thousand rows do not repay. A tiny run (``INTERPRETED_RUN_ROWS``) is
+also evaluated without generated code (whole-stage code generation off, expressions
+interpreted): its plan holds the run's own literals (watermark, clocks, bounds), so code
+generation compiles some twenty new classes every run, about 0.4 s here, while interpreting
+a few ten thousand rows costs less (measured in ``docs/performance.md``: equal at about 90k
+rows, 60 % slower at 500k). Results do not change.
 
 Nothing here knows an engine's internals: every column comes from the parts.
 """
@@ -46,8 +51,8 @@ from windowlib.runs.routing import (
 )
 from windowlib.state.s3config import S3Settings
 
-__all__ = ["SMALL_RUN_ROWS", "StagedOutputs", "is_small_run", "routed_frame", "small_run",
-           "small_writer_tasks", "stage_outputs"]
+__all__ = ["INTERPRETED_RUN_ROWS", "SMALL_RUN_ROWS", "StagedOutputs", "is_small_run",
+           "routed_frame", "small_run", "small_writer_tasks", "stage_outputs"]
 
 # counted, not written (user columns never start with ``__wl_``)
 _ORIGIN, _FILE, _ERROR, _BUCKET = "__wl_origin", "__wl_bad_file", "__wl_bad_error", "__wl_bucket"
@@ -55,6 +60,9 @@ _ROWS = "__wl_rows"        # input rows a reject stands for (an unreadable file:
 _INTERNAL = (_ORIGIN, _FILE, _ERROR, _BUCKET, _ROWS)
 WRITTEN = ("state", "firings", "late", "rejects", "side_outputs")
 SMALL_RUN_ROWS = 2_000_000
+INTERPRETED_RUN_ROWS = 50_000       # below the measured break-even (about 90k rows)
+_INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
+                "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @dataclass
@@ -234,6 +242,8 @@ def small_run(spark: Any, rows: int | None) -> Any:
     if not is_small_run(rows):
         return contextlib.nullcontext(False)
     settings = {"spark.sql.adaptive.enabled": "false"}
+    if rows is not None and rows <= INTERPRETED_RUN_ROWS:
+        settings.update(_INTERPRETED)
     cap = io_parallelism(spark, 1 << 30)
     if writer_tasks(spark) > cap:     # without coalescing, every shuffle partition is a task
         settings["spark.sql.shuffle.partitions"] = str(cap)
