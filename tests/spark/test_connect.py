@@ -171,3 +171,47 @@ def test_a_worker_error_comes_back_as_the_same_windowlib_error_over_connect(conn
         run_bundles(p, [Bundle([{"key": "a", "ts": 1, "value": 1}], watermark=20)],
                     engine="spark")
     assert info.value.code == "RESULT_COLUMN_CONFLICT"
+
+
+def test_a_warm_tiny_incremental_run_over_connect_analyses_few_plans(connect, tmp_path,
+                                                                      monkeypatch):
+    """The DAG's run task is a Connect client: every schema lookup is a server round trip
+    that analyses the frame's whole plan again. A warm native hourly run asks for 15 (the
+    write asks for the routed frame's schema once, then reuses it; it used to analyse a
+    projection of it again and parse its result's DDL: 17), and its outputs are published."""
+    import datetime as dt
+    import random
+
+    from clicks_lake import T0, locations, write_partition
+    from pyspark.sql.connect.client import core
+
+    from windowlib.runs.incremental import run_incremental
+
+    _, session = connect
+    calls: list[str] = []
+    original = core.SparkConnectClient._analyze
+
+    def counted(self, method, **kwargs):
+        calls.append(method)
+        return original(self, method, **kwargs)
+
+    rng = random.Random(5)
+    for hour in range(3):
+        write_partition(tmp_path / "events", hour, [
+            (f"k{rng.randint(0, 9)}", T0 + dt.timedelta(hours=hour, minutes=rng.randint(-90, 59)),
+             rng.randint(1, 9)) for _ in range(30)])
+    pipeline = (wl.Pipeline("connect_incremental", timestamp="ts").key_by("key")
+                .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(30)))
+                .allowed_lateness(wl.Time.hours(2))
+                .aggregate(wl.aggregates.sum("value").alias("total"), wl.aggregates.count()))
+    where = locations(tmp_path, "connect")
+    for hour in range(3):
+        if hour == 2:
+            monkeypatch.setattr(core.SparkConnectClient, "_analyze", counted)
+        value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+        done = run_incremental(pipeline, partitions=(value, value), spark=session,
+                               path="native", watermark=wl.BoundedOutOfOrderness("10 minutes"),
+                               **where)
+        assert done.status == "published" and done.inputs == 30
+    assert done.path == "native" and done.firings > 0
+    assert len(calls) <= 15, calls

@@ -27,6 +27,7 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.core.schema import sql_identifier
+from windowlib.engines.spark.columns import struct_of
 from windowlib.state.checksums import check_sizes, verified_bytes
 from windowlib.state.hive import NULL_PARTITION, partition_values, split_partitions
 from windowlib.state.partfiles import PartFiles
@@ -42,7 +43,8 @@ IO_MODES = ("auto", "spark", "arrow")
 S3_IO_CONF = "spark.windowlib.io.s3"
 PARALLELISM_CONF = "spark.windowlib.io.parallelism"
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-_META_DDL = "path string, rows long, bytes long, sha256 string, task int"
+_META = (("path", "string"), ("rows", "long"), ("bytes", "long"), ("sha256", "string"),
+         ("task", "int"))     # the writer tasks' rows (column, type)
 
 
 def use_spark_io(spark: Any, loc: Uri, io: str = "auto") -> bool:
@@ -222,7 +224,7 @@ def arrow_writes(df: Any, loc: Uri, token: str, *, settings: S3Settings | None =
     parts = tuple(partition_by)
     data_cols = [c for c in df.columns if c not in parts]
     fn = _make_writer(fs, loc.arrow_path, token, max_rows_per_file, parts, data_cols)
-    return df.mapInArrow(fn, _META_DDL)
+    return df.mapInArrow(fn, struct_of(_META))
 
 
 def written_files(loc: Uri, rows: Sequence[Any]) -> tuple[FrameFile, ...]:

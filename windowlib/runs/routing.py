@@ -37,7 +37,7 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.core.schema import sql_identifier
-from windowlib.engines.spark.columns import map_in_arrow
+from windowlib.engines.spark.columns import map_in_arrow, struct_of
 from windowlib.engines.spark.outputs import ROUTE_SEP
 from windowlib.runs.frames import _TOKEN, FrameFile, FrameInfo
 from windowlib.state.partfiles import PartFiles
@@ -51,8 +51,9 @@ __all__ = ["MULTI", "OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_
 OUT = "__wl_out"
 SEP = "::"
 MULTI = ROUTE_SEP    # "firings+state": the row goes to both outputs
-_META_DDL = ("output string, path string, rows long, bytes long, sha256 string, task int, "
-             "grp string, total long")
+# the writer tasks' metadata rows (column, type)
+_META = (("output", "string"), ("path", "string"), ("rows", "long"), ("bytes", "long"),
+         ("sha256", "string"), ("task", "int"), ("grp", "string"), ("total", "long"))
 
 
 def _name(output: str, column: str) -> str:
@@ -117,7 +118,8 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
                               code="ARGUMENT_INVALID")
     if max_rows_per_file < 1:
         raise DefinitionError("max_rows_per_file must be >= 1", code="ARGUMENT_INVALID")
-    present = set(routed.columns)
+    names = list(routed.columns)
+    present = set(names)
     if OUT not in present:
         raise InputError(f"the routed frame lacks {OUT!r}", code="COLUMN_MISSING")
     locs = {}
@@ -150,8 +152,12 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
     wanted = [OUT, *dict.fromkeys(c for base, cols, by, total in plan.values()
                                   for c in [*(r for r, _ in cols), *by,
                                             *([total] if total else [])])]
-    # the same projection as select() by names, at one JVM call per column instead of four
-    frame = routed.selectExpr(*[sql_identifier(c) for c in wanted])
+    # the same projection as select() by names, at one JVM call per column instead of four;
+    # none when ``routed`` holds exactly these columns (the writer takes them by name): over
+    # Spark Connect a projection's schema is analysed again on the server (the whole plan),
+    # while ``routed``'s is known
+    frame = (routed if len(names) == len(wanted) and present == set(wanted)
+             else routed.selectExpr(*[sql_identifier(c) for c in wanted]))
     tasks = writer_tasks(spark) if tasks is None else tasks
     if tasks:
         # a union of branches has one partition per branch partition; every writer task
@@ -159,7 +165,7 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
         # (narrow: no shuffle)
         frame = frame.coalesce(tasks)
     meta = map_in_arrow(frame, _make_routed_writer(fs, plan, token, max_rows_per_file),
-                        _META_DDL).collect()      # small: one row per file or group
+                        struct_of(_META)).collect()      # small: one row per file or group
     result = RoutedWrite()
     files: dict[str, list[tuple[int, str, FrameFile]]] = {n: [] for n in locs}
     counts: dict[str, dict[tuple, list[int]]] = {n: {} for n in outputs}

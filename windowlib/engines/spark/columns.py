@@ -2,7 +2,7 @@
 its walker in the Python workers, the native path and the test harness). The step phases and
 the public names come from the core (``core.loop``, ``core.outputs``). Also how a user's
 column names reach Spark: ``user_col`` (quoted) and ``map_in_arrow`` (names PySpark's own
-``mapInArrow`` cannot look up)."""
+``mapInArrow`` cannot look up), and ``struct_of`` (a small schema built on the client)."""
 
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,7 +14,7 @@ from windowlib.core.schema import sql_identifier
 __all__ = ["ABSENT", "CHECK_EVERY", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "FLUSH_ROWS",
            "FORMAT", "KIND", "NEXT_ET", "NEXT_PT", "PHASE", "PHASE_ELEMENTS", "PHASE_FINISH",
            "PHASE_TIMERS_PT", "PHASE_TIMERS_WM", "REASON", "RESULT_JSON", "SIDE_TYPED", "SIZE",
-           "SRC", "STATE", "SUB", "VALUE", "B", "N", "map_in_arrow", "user_col"]
+           "SRC", "STATE", "SUB", "VALUE", "B", "N", "map_in_arrow", "struct_of", "user_col"]
 
 DEFAULT_MAX_KEY_STATE = 5_000_000
 CHECK_EVERY = 4096
@@ -52,3 +52,13 @@ def map_in_arrow(df: Any, fn: Callable[[Iterator[Any]], Iterator[Any]], schema: 
         return fn(batch.rename_columns(names) for batch in batches)
 
     return df.toDF(*positional).mapInArrow(renamed, schema)
+
+
+def struct_of(fields: Iterator[tuple[str, str]] | tuple[tuple[str, str], ...]) -> Any:
+    """The ``StructType`` of ``(name, type)`` pairs, types ``string``, ``long`` or ``int``
+    (nullable): built on the client, where a DDL string would be parsed by a server round
+    trip over Spark Connect."""
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    types = {"string": StringType(), "long": LongType(), "int": IntegerType()}
+    return StructType([StructField(name, types[kind]) for name, kind in fields])
