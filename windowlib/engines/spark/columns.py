@@ -4,7 +4,7 @@ the public names come from the core (``core.loop``, ``core.outputs``). Also how 
 column names reach Spark: ``user_col`` (quoted) and ``map_in_arrow`` (names PySpark's own
 ``mapInArrow`` cannot look up), and ``struct_of`` (a small schema built on the client)."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from windowlib.core.loop import PHASE_ELEMENTS, PHASE_FINISH, PHASE_TIMERS_PT, PHASE_TIMERS_WM
@@ -54,7 +54,7 @@ def map_in_arrow(df: Any, fn: Callable[[Iterator[Any]], Iterator[Any]], schema: 
     return df.toDF(*positional).mapInArrow(renamed, schema)
 
 
-def struct_of(fields: Iterator[tuple[str, str]] | tuple[tuple[str, str], ...]) -> Any:
+def struct_of(fields: Iterable[tuple[str, str]]) -> Any:
     """The ``StructType`` of ``(name, type)`` pairs, types ``string``, ``long`` or ``int``
     (nullable): built on the client, where a DDL string would be parsed by a server round
     trip over Spark Connect."""
