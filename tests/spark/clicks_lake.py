@@ -31,14 +31,30 @@ def clicks_pipeline(name: str) -> wl.Pipeline:
             .aggregate(agg.sum("value").alias("total"), agg.count()))
 
 
+def hour_value(hour: int, t0: dt.datetime = T0) -> str:
+    """The ``arrival_hour`` partition value of hour ``hour`` after ``t0``."""
+    return (t0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+
+
+def write_table(root, hour: int, table: pa.Table, name: str = "part-0",
+                t0: dt.datetime = T0) -> None:
+    """``table`` as ``arrival_hour=<t0 + hour>/<name>.parquet`` under ``root``."""
+    folder = root / f"arrival_hour={hour_value(hour, t0)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / f"{name}.parquet")
+
+
 def write_partition(root, hour: int, rows: list[tuple], name: str = "part-0") -> None:
     """``rows`` of ``(key, ts, value)`` as ``arrival_hour=<T0 + hour>/<name>.parquet``."""
-    value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
-    folder = root / f"arrival_hour={value}"
-    folder.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([{"key": k, "ts": t, "value": v} for k, t, v in rows],
-                                 schema=SCHEMA)
-    pq.write_table(table, folder / f"{name}.parquet")
+    write_table(root, hour, pa.Table.from_pylist(
+        [{"key": k, "ts": t, "value": v} for k, t, v in rows], schema=SCHEMA), name)
+
+
+def write_arrivals(root, hour: int, rows: list[dict], name: str = "part-0",
+                   t0: dt.datetime = T0) -> None:
+    """``rows`` of ``arriving_rows`` (``{seq, key, ts, value}``) as
+    ``arrival_hour=<t0 + hour>/<name>.parquet``."""
+    write_table(root, hour, pa.Table.from_pylist(rows, schema=SEQ_SCHEMA), name, t0)
 
 
 def locations(lake, tag: str) -> dict:

@@ -182,7 +182,7 @@ def test_a_warm_tiny_incremental_run_over_connect_analyses_few_plans(connect, tm
     import datetime as dt
     import random
 
-    from clicks_lake import T0, locations, write_partition
+    from clicks_lake import T0, hour_value, locations, write_partition
     from pyspark.sql.connect.client import core
 
     from windowlib.runs.incremental import run_incremental
@@ -208,7 +208,7 @@ def test_a_warm_tiny_incremental_run_over_connect_analyses_few_plans(connect, tm
     for hour in range(3):
         if hour == 2:
             monkeypatch.setattr(core.SparkConnectClient, "_analyze", counted)
-        value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+        value = hour_value(hour)
         done = run_incremental(pipeline, partitions=(value, value), spark=session,
                                path="native", watermark=wl.BoundedOutOfOrderness("10 minutes"),
                                **where)

@@ -11,10 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from clicks_lake import SEQ_SCHEMA, arriving_rows
+from clicks_lake import T0, arriving_rows, hour_value, write_arrivals
 
 import windowlib as wl
 from windowlib import aggregates as agg
@@ -25,9 +23,7 @@ from windowlib.runs.source import PartitionedSource
 
 pytestmark = pytest.mark.spark
 
-T0 = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 HOURS = 6
-SCHEMA = SEQ_SCHEMA
 WATERMARK = wl.BoundedOutOfOrderness("10 minutes")
 AGGS = (agg.sum("value").alias("total"), agg.count(), agg.max("value").alias("peak"),
         agg.min("value").alias("low"), agg.mean("value").alias("avg"),
@@ -73,11 +69,6 @@ def pipelines() -> dict[str, wl.Pipeline]:
     }
 
 
-def _write(folder, name: str, rows: list[dict]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), folder / name)
-
-
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory):
     """Six hourly partitions: out-of-order rows, rows late within and beyond the lateness,
@@ -95,13 +86,12 @@ def lake(tmp_path_factory):
         if hour % 3 == 1:
             rows.append({"seq": seq, "key": None, "ts": start, "value": 1})
             seq += 1
-        _write(root / "events" / f"arrival_hour={start:%Y-%m-%dT%H}", "part-0.parquet", rows)
+        write_arrivals(root / "events", hour, rows)
     return root
 
 
 def _hours(first: int, last: int) -> tuple[str, str]:
-    return ((T0 + dt.timedelta(hours=first)).strftime("%Y-%m-%dT%H"),
-            (T0 + dt.timedelta(hours=last)).strftime("%Y-%m-%dT%H"))
+    return hour_value(first), hour_value(last)
 
 
 def _late_file(lake, tag: str) -> None:
@@ -110,7 +100,7 @@ def _late_file(lake, tag: str) -> None:
     start = T0 + dt.timedelta(hours=4)
     rows = [{"seq": 10_000 + i, "key": "ab"[i % 2], "ts": start + dt.timedelta(minutes=m),
              "value": 3} for i, m in enumerate((10, 25, 40, -200))]
-    _write(lake / "events" / f"arrival_hour={start:%Y-%m-%dT%H}", f"late-{tag}.parquet", rows)
+    write_arrivals(lake / "events", 4, rows, f"late-{tag}")
 
 
 def _outputs(spark, output: str) -> dict:
@@ -149,7 +139,7 @@ def test_native_incremental_runs_equal_the_general_path(spark, lake, name):
             p, PartitionedSource(f"file://{lake}/events", partition="arrival_hour",
                                  order_by=["seq"]), ck, out, watermark=WATERMARK,
             spark=spark, path=path))
-        (lake / "events" / f"arrival_hour={T0 + dt.timedelta(hours=4):%Y-%m-%dT%H}"
+        (lake / "events" / f"arrival_hour={hour_value(4)}"
          / f"late-{name}-{path}.parquet").unlink()
         head = open_checkpoint(p, ck).latest()
         got[path] = (_outputs(spark, out),

@@ -17,10 +17,8 @@ import datetime as dt
 import itertools
 import random
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from clicks_lake import SEQ_SCHEMA, arriving_rows
+from clicks_lake import arriving_rows, hour_value, write_arrivals
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spark_session import spark_examples
@@ -33,13 +31,8 @@ pytestmark = pytest.mark.spark
 
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
 HOURS = 6
-SCHEMA = SEQ_SCHEMA
 WATERMARK = wl.BoundedOutOfOrderness("10 minutes")
 EXAMPLES = spark_examples(ci=3, local=2)
-
-
-def _part(hour: int) -> str:
-    return (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
 
 
 def _lake(root, seed: int) -> wl.PartitionedSource:
@@ -55,9 +48,7 @@ def _lake(root, seed: int) -> wl.PartitionedSource:
         if rng.random() < 0.3:
             rows.append({"seq": seq, "key": None, "ts": start, "value": 1})
             seq += 1
-        folder = root / "events" / f"arrival_hour={_part(hour)}"
-        folder.mkdir(parents=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), folder / "part-0.parquet")
+        write_arrivals(root / "events", hour, rows, t0=T0)
     return wl.PartitionedSource(f"file://{root}/events", partition="arrival_hour",
                                 order_by=["seq"])
 
@@ -104,7 +95,7 @@ def test_native_early_firings_in_any_runs_equal_one_general_run(
     for first, nxt in itertools.pairwise(bounds):
         run = wl.run_incremental(p, source, f"file://{root}/native/ck",
                                  f"file://{root}/native/out",
-                                 partitions=(_part(first), _part(nxt - 1)),
+                                 partitions=(hour_value(first, T0), hour_value(nxt - 1, T0)),
                                  watermark=WATERMARK, spark=spark, path="native")
         assert run.status == "published" and run.path == "native"
     native = _outputs(spark, f"file://{root}/native/out")

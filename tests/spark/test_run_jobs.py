@@ -10,7 +10,7 @@ import datetime as dt
 import random
 
 import pytest
-from clicks_lake import T0, locations, write_partition
+from clicks_lake import T0, hour_value, locations, write_partition
 
 import windowlib as wl
 from windowlib import aggregates as agg
@@ -44,7 +44,7 @@ def test_a_warm_small_native_run_launches_at_most_four_spark_jobs(spark, tmp_pat
     where = locations(tmp_path, "jobs")
     summaries, counts = [], []
     for hour in range(3):
-        value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+        value = hour_value(hour)
         with spark_jobs(spark) as jobs:
             summaries.append(run_incremental(
                 native_pipeline(), partitions=(value, value), spark=spark, path="native",
@@ -77,7 +77,7 @@ def test_a_small_run_reads_and_writes_with_one_task_per_core_at_most(spark, tmp_
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))  # (the tests' session: 1)
     try:
         for hour in range(3):
-            value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+            value = hour_value(hour)
             with spark_jobs(spark) as jobs:
                 summary = run_incremental(
                     native_pipeline("clicks_tasks"), partitions=(value, value), spark=spark,
@@ -131,7 +131,7 @@ def test_a_late_run_launches_no_more_jobs_than_an_early_one(spark, tmp_path):
     counts, files, at_3 = [], [], None
     try:
         for hour in range(hours):
-            value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+            value = hour_value(hour)
             with spark_jobs(spark) as jobs:
                 done = run_incremental(pipeline, partitions=(value, value), spark=spark,
                                        path="native",
@@ -207,7 +207,7 @@ def test_a_warm_tiny_run_compiles_no_generated_code(spark, tmp_path, monkeypatch
     for hour in range(4):
         if hour == 3:       # the same pipeline, its run no longer tiny
             monkeypatch.setattr(run_outputs, "INTERPRETED_RUN_ROWS", 0)
-        value = (T0 + dt.timedelta(hours=hour)).strftime("%Y-%m-%dT%H")
+        value = hour_value(hour)
         before = _compilations(spark)
         done = run_incremental(native_pipeline("clicks_interpreted"), partitions=(value, value),
                                spark=spark, path="native",
