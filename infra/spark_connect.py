@@ -36,20 +36,18 @@ from pathlib import Path
 from typing import Any
 
 from windowlib.core.errors import ExecutionError, InputError
+from windowlib.engines.spark.session import LOCAL_CONF
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 HOST = "127.0.0.1"
 
+# windowlib's local session settings (their one owner, with the reasons: engines/spark/
+# session.py), on loopback, with the server's own shuffle partition count
 SERVER_CONF: dict[str, str] = {
-    "spark.ui.enabled": "false",
+    **LOCAL_CONF,
     "spark.sql.shuffle.partitions": "2",
-    "spark.sql.adaptive.enabled": "true",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.bindAddress": HOST,
     "spark.driver.host": HOST,
-    # run-scoped caches only (as windowlib's local sessions: engines/spark/session.py)
-    "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 
 

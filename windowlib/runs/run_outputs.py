@@ -24,10 +24,11 @@ skew splits) need data. It writes with one task per core (``small_writer_tasks``
 ``routing.writer_tasks``): every writer task pays a Python worker round trip and a file per
 output, which a few thousand rows do not repay. A tiny run (``INTERPRETED_RUN_ROWS``) is
 also evaluated without generated code (whole-stage code generation off, expressions
-interpreted): its plan holds the run's own literals (watermark, clocks, bounds), so code
-generation compiles some twenty new classes every run, about 0.4 s here, while interpreting
-a few ten thousand rows costs less (measured in ``docs/performance.md``: equal at about 90k
-rows, 60 % slower at 500k). Results do not change.
+interpreted): a process's first runs of a pipeline compile 20-50 classes (about 0.5-1 s
+here; later runs reuse them, since the run's clocks are not literals: ``native_parts``),
+while interpreting a few ten thousand rows costs less (measured in ``docs/performance.md``:
+about 5-6 µs more per row). It matters to short-lived processes (a task per run); warm
+tiny runs cost the same either way. Results do not change.
 
 Nothing here knows an engine's internals: every column comes from the parts.
 """
@@ -60,7 +61,7 @@ _ROWS = "__wl_rows"        # input rows a reject stands for (an unreadable file:
 _INTERNAL = (_ORIGIN, _FILE, _ERROR, _BUCKET, _ROWS)
 WRITTEN = ("state", "firings", "late", "rejects", "side_outputs")
 SMALL_RUN_ROWS = 2_000_000
-INTERPRETED_RUN_ROWS = 50_000       # below the measured break-even (about 90k rows)
+INTERPRETED_RUN_ROWS = 50_000       # interpreting 50k rows costs ~0.3 s: under a cold compile
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
                 "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 

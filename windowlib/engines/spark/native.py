@@ -33,9 +33,11 @@ Plan: the bundle plan (``P_b``, ``W_b``) comes from Parquet footer statistics wh
 is a plain Parquet scan (``bundle_stats.py``: no job), else from the small aggregate of
 ``bundles.plan_bundles`` (a separate job). Each row gets its bundle's clocks from ONE broadcast
 join with the plan as an inline ``VALUES`` table (``bundle_columns``: the broadcast is one
-small job, shared by every branch; one bundle — an hourly run — has them as literals, no
-join); per window, the bundle of the ON_TIME firing and its clocks are literals (a ``CASE
-WHEN`` search tree over ``W_b``, ``native_parts.rank``, and literal arrays). The default
+small job, shared by every branch; one bundle — an hourly run — looks them up in the run's
+clock arrays, no join); per window, the bundle of the ON_TIME firing and its clocks come from
+those arrays (a ``CASE WHEN`` search tree over ``W_b``, ``native_parts.rank``). The clock
+arrays are one-row scalar subqueries, not literals, so the generated code of a pipeline's
+plan is the same from run to run (``native_parts``). The default
 trigger's firings (``native_default.py``): a plain hash aggregate per window of the on-time
 accumulators, joined by window with a branch of the late rows alone (its own scan of the
 input; window functions over those rows only) — or, when the footers show sparse keys, both
@@ -90,6 +92,7 @@ from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported n
     B,
     Parts,
     at,
+    clock_sql,
     finite,
     plus_saturating,
     rank,
@@ -358,8 +361,9 @@ def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
     broadcast is a job; the clocks travel as one array column so that every branch of the
     plan (the main aggregate reads two of them, the late branch three) prunes the table to
     the same two columns and Spark reuses ONE broadcast (and its dynamic partition pruning
-    subquery) for all of them. A plan of ONE bundle (an hourly run) has the clocks as
-    literals — no join, no job, and nothing for the optimizer to repeat."""
+    subquery) for all of them. A plan of ONE bundle (an hourly run) needs no join and no
+    job: its clocks are looked up in the run's clock arrays (``clocks_sql``: data, not
+    literals, so the generated code is the same from run to run)."""
     from pyspark.sql import functions as F
 
     w_before = [plan.initial_watermark, *plan.watermarks[:-1]]
@@ -367,7 +371,8 @@ def bundle_columns(prepared: Any, plan: BundlePlan) -> Any:
     if len(plan.arrivals) == 1:
         return prepared.selectExpr(
             ARRIVAL, *rest, f"CAST(0 AS INT) AS {B}",
-            f"{int(plan.processing_times[0])}L AS {PB}", f"{int(w_before[0])}L AS {WP}")
+            f"{clock_sql(plan.processing_times, 0)} AS {PB}",
+            f"{clock_sql(w_before, 0)} AS {WP}")
     rows = [f"({_sql_literal(a)}, array({b}L, {int(p)}L, {int(w)}L))" for b, (a, p, w)
             in enumerate(zip(plan.arrivals, plan.processing_times, w_before))]
     arrival_type = prepared.schema[ARRIVAL].dataType.simpleString()

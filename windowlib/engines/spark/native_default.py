@@ -194,8 +194,8 @@ def late_branch(parts: Parts, totals: bool = False, late_rows: Any = None) -> La
 
 def shared_scan(parts: Parts) -> tuple[Any, Any]:
     """``(kept, late rows)`` of the shared-scan shape: both read ONE exchange of the kept rows
-    by (key, window) (module docstring). The exchange carries only what the bundle plan's
-    literals cannot restore: the clocks ``W_{b-1}``, ``P_b`` and the window's ``max`` are
+    by (key, window) (module docstring). The exchange carries only what the run's clock
+    arrays cannot restore: the clocks ``W_{b-1}``, ``P_b`` and the window's ``max`` are
     looked up again from the bundle index and the window start after it."""
     from pyspark.sql import functions as F
 

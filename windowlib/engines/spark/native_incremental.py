@@ -72,6 +72,7 @@ from windowlib.engines.spark.native_parts import (
     WS,
     J,
     Parts,
+    clock_sql,
     finite,
     nullable,
     plus_saturating,
@@ -356,6 +357,6 @@ def _alive(parts: Parts) -> Any:
     saturating) lies beyond the run's last watermark."""
     from pyspark.sql import functions as F
 
-    last = parts.W[-1] if parts.W else parts.W_before[0]
+    clocks, last = (parts.W, len(parts.W) - 1) if parts.W else (parts.W_before, 0)
     cleanup = plus_saturating(F.col(WS) + F.lit(parts.size - 1), parts.lateness)
-    return cleanup > F.lit(last)
+    return cleanup > F.expr(clock_sql(clocks, last))
