@@ -22,6 +22,13 @@ warm session:
 
     .venv/bin/python benchmarks/incremental_runs.py --events 1000000 --keys 10000 --hours 48
 
+Each windowlib run also prints the Java classes Spark's code generator compiled for it (a warm
+run of the same pipeline should compile none: the run's clocks are not literals in its
+plan). ``--interpreted-rows N`` overrides ``run_outputs.INTERPRETED_RUN_ROWS`` (runs of at most
+N new plus state rows are evaluated without generated code; -1: never), and a small
+``--events`` gives tiny runs, e.g. ``--events 10000 --keys 100`` (about 200 events per
+hourly run).
+
 ``--runs N`` times only the first N hours (both sides) of the same data set. ``--early N``
 adds early firings every N on-time elements per window (``CountTrigger.at_least(N)``, the
 demo pipeline's trigger; Structured Streaming keeps its append-mode query) and ``--path``
@@ -66,7 +73,7 @@ def windowlib_runs(spark, data: str, work: str, hours: list[str], early: int | N
                    path: str = "auto") -> tuple[list, list, list]:
     p = pipeline(early)
     source = wl.PartitionedSource(f"file://{data}", partition="arrival_hour")
-    times, summaries, jobs = [], [], []
+    times, summaries, jobs, compiled = [], [], [], []
     for hour in hours:
         with spark_jobs(spark, "windowlib-run") as count:     # None over Spark Connect
             start = time.perf_counter()
@@ -77,11 +84,16 @@ def windowlib_runs(spark, data: str, work: str, hours: list[str], early: int | N
             times.append(time.perf_counter() - start)
         summaries.append(summary)
         jobs.append(count.jobs)
+        compiled.append(count.compiled)
         tasks = sum(map(sum, count.tasks))
-        print(f"  windowlib {hour}: {times[-1]:6.2f} s  {jobs[-1]} Spark jobs ({tasks} tasks)  "
+        print(f"  windowlib {hour}: {times[-1]:6.2f} s  {jobs[-1]} Spark jobs ({tasks} tasks, "
+              f"{count.compiled} classes compiled)  "
               f"inputs {summary.inputs:>8}  late {summary.late:>6}  firings {summary.firings:>7}  "
               f"state {summary.state_rows} keys / {summary.state_bytes / 1e6:.1f} MB",
               flush=True)
+    if len(compiled) > 2 and None not in compiled:
+        print(f"classes compiled per warm run (runs 3-{len(compiled)}): "
+              f"{min(compiled[2:])}-{max(compiled[2:])}")
     return times, summaries, jobs
 
 
@@ -150,7 +162,13 @@ def main() -> None:
                         help="early firings every EARLY on-time elements of a window")
     parser.add_argument("--path", default="auto", choices=("auto", "native", "general"))
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--interpreted-rows", type=int, default=None,
+                        help="override run_outputs.INTERPRETED_RUN_ROWS (-1: never interpret)")
     args = parser.parse_args()
+    if args.interpreted_rows is not None:
+        from windowlib.runs import run_outputs
+
+        run_outputs.INTERPRETED_RUN_ROWS = args.interpreted_rows
     # Structured Streaming's HDFS state store keeps recent state versions on the JVM heap:
     # with the local default (1 GB) its runs slowed down and failed with OutOfMemoryError
     # after ~35 hours of this data, so both sides get 4 GB

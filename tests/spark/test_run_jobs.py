@@ -14,7 +14,7 @@ from clicks_lake import T0, hour_value, locations, write_partition
 
 import windowlib as wl
 from windowlib import aggregates as agg
-from windowlib.engines.spark.jobs import spark_jobs
+from windowlib.engines.spark.jobs import compiled_classes, spark_jobs
 from windowlib.runs.incremental import open_checkpoint, run_incremental
 from windowlib.runs.tables import spark_names
 from windowlib.state.gc import collect
@@ -181,15 +181,6 @@ def test_scoped_settings_are_restored_by_the_last_holder(spark):
     assert spark.conf.get(unset, None) is None
 
 
-def _compilations(spark) -> int | None:
-    """Java classes Spark's code generator has compiled in this JVM (classic sessions)."""
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        return None
-    return int(jvm.org.apache.spark.metrics.source.CodegenMetrics
-               .METRIC_COMPILATION_TIME().getCount())
-
-
 def test_a_warm_tiny_run_compiles_no_generated_code(spark, tmp_path, monkeypatch):
     """A tiny run (``run_outputs.INTERPRETED_RUN_ROWS``) evaluates its plan interpreted: a
     process's first runs compiled 20-50 classes (0.5-1 s on this machine; before the clocks
@@ -197,7 +188,7 @@ def test_a_warm_tiny_run_compiles_no_generated_code(spark, tmp_path, monkeypatch
     threshold generates code: its classes were never compiled in the tiny runs before."""
     from windowlib.runs import run_outputs
 
-    if _compilations(spark) is None:
+    if compiled_classes(spark) is None:
         pytest.skip("codegen metrics: classic sessions only")
     rng = random.Random(27)
     for hour in range(4):
@@ -208,11 +199,11 @@ def test_a_warm_tiny_run_compiles_no_generated_code(spark, tmp_path, monkeypatch
         if hour == 3:       # the same pipeline, its run no longer tiny
             monkeypatch.setattr(run_outputs, "INTERPRETED_RUN_ROWS", 0)
         value = hour_value(hour)
-        before = _compilations(spark)
+        before = compiled_classes(spark)
         done = run_incremental(native_pipeline("clicks_interpreted"), partitions=(value, value),
                                spark=spark, path="native",
                                watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
-        compiled.append(_compilations(spark) - before)
+        compiled.append(compiled_classes(spark) - before)
         assert done.status == "published" and done.inputs == 200
     assert compiled[2] == 0 and compiled[3] > 0, compiled
 
@@ -227,7 +218,7 @@ def test_warm_runs_that_generate_code_reuse_the_classes_compiled_before(
     every run)."""
     from windowlib.runs import run_outputs
 
-    if _compilations(spark) is None:
+    if compiled_classes(spark) is None:
         pytest.skip("codegen metrics: classic sessions only")
     monkeypatch.setattr(run_outputs, "INTERPRETED_RUN_ROWS", -1)
     pipeline = native_pipeline(f"clicks_codegen_{trigger}")
@@ -241,9 +232,10 @@ def test_warm_runs_that_generate_code_reuse_the_classes_compiled_before(
     compiled = []
     for hour in range(6):
         value = hour_value(hour)
-        before = _compilations(spark)
-        done = run_incremental(pipeline, partitions=(value, value), spark=spark, path="native",
-                               watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
-        compiled.append(_compilations(spark) - before)
+        with spark_jobs(spark) as count:
+            done = run_incremental(pipeline, partitions=(value, value), spark=spark,
+                                   path="native",
+                                   watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
+        compiled.append(count.compiled)
         assert done.status == "published" and done.inputs == 200
     assert compiled[0] > 0 and compiled[4:] == [0, 0], compiled

@@ -77,9 +77,9 @@ def rank(sql: str, values: Sequence[int]) -> Any:
 
     One value (an hourly run) is compared with the run's clock array (``clock_sql``), so the
     plan's generated code is the same from run to run. A tree of several values keeps its
-    literals: looking the array up at every node grew the generated method past the size the
-    JVM compiles (measured: a 48-bundle one-shot run of 1M events, 2.0 s -> 3.1 s); such a
-    plan compiles its classes in every run instead (about 0.5 s)."""
+    literals: looking the array up at every node made a 48-bundle one-shot run of 1M events
+    slower (2.0 s -> 3.1 s; probably the generated method outgrew what the JVM compiles);
+    such a plan compiles its classes in every run instead (about 0.5 s)."""
     from pyspark.sql import functions as F
 
     if len(values) > RANK_TREE_LIMIT:        # the tree's code would grow with n: a filter
