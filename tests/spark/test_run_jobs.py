@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Callable
 
 import pytest
 from clicks_lake import T0, hour_value, locations, write_partition
@@ -181,6 +182,30 @@ def test_scoped_settings_are_restored_by_the_last_holder(spark):
     assert spark.conf.get(unset, None) is None
 
 
+def _classes_compiled_per_run(spark, tmp_path, pipeline: wl.Pipeline, *, hours: int, seed: int,
+                              before_run: Callable[[int], None] | None = None) -> list[int]:
+    """Write ``hours`` hourly partitions, run ``pipeline`` natively once per hour (calling
+    ``before_run(hour)`` first), and return how many generated classes each run compiled."""
+    if compiled_classes(spark) is None:
+        pytest.skip("codegen metrics: classic sessions only")
+    rng = random.Random(seed)
+    for hour in range(hours):
+        write_partition(tmp_path / "events", hour, hour_rows(rng, hour))
+    where = locations(tmp_path, "codegen")
+    compiled = []
+    for hour in range(hours):
+        if before_run is not None:
+            before_run(hour)
+        value = hour_value(hour)
+        with spark_jobs(spark) as count:
+            done = run_incremental(pipeline, partitions=(value, value), spark=spark,
+                                   path="native",
+                                   watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
+        assert done.status == "published" and done.inputs == 200
+        compiled.append(count.compiled)
+    return compiled
+
+
 def test_a_warm_tiny_run_compiles_no_generated_code(spark, tmp_path, monkeypatch):
     """A tiny run (``run_outputs.INTERPRETED_RUN_ROWS``) evaluates its plan interpreted: a
     process's first runs compiled 20-50 classes (0.5-1 s on this machine; before the clocks
@@ -188,23 +213,12 @@ def test_a_warm_tiny_run_compiles_no_generated_code(spark, tmp_path, monkeypatch
     threshold generates code: its classes were never compiled in the tiny runs before."""
     from windowlib.runs import run_outputs
 
-    if compiled_classes(spark) is None:
-        pytest.skip("codegen metrics: classic sessions only")
-    rng = random.Random(27)
-    for hour in range(4):
-        write_partition(tmp_path / "events", hour, hour_rows(rng, hour))
-    where = locations(tmp_path, "interpreted")
-    compiled = []
-    for hour in range(4):
+    def before_run(hour: int) -> None:
         if hour == 3:       # the same pipeline, its run no longer tiny
             monkeypatch.setattr(run_outputs, "INTERPRETED_RUN_ROWS", 0)
-        value = hour_value(hour)
-        before = compiled_classes(spark)
-        done = run_incremental(native_pipeline("clicks_interpreted"), partitions=(value, value),
-                               spark=spark, path="native",
-                               watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
-        compiled.append(compiled_classes(spark) - before)
-        assert done.status == "published" and done.inputs == 200
+
+    compiled = _classes_compiled_per_run(spark, tmp_path, native_pipeline("clicks_interpreted"),
+                                         hours=4, seed=27, before_run=before_run)
     assert compiled[2] == 0 and compiled[3] > 0, compiled
 
 
@@ -218,24 +232,10 @@ def test_warm_runs_that_generate_code_reuse_the_classes_compiled_before(
     every run)."""
     from windowlib.runs import run_outputs
 
-    if compiled_classes(spark) is None:
-        pytest.skip("codegen metrics: classic sessions only")
     monkeypatch.setattr(run_outputs, "INTERPRETED_RUN_ROWS", -1)
     pipeline = native_pipeline(f"clicks_codegen_{trigger}")
     if trigger == "early_count":
         pipeline = pipeline.trigger(wl.EventTimeTrigger.after_end_of_window()
                                     .with_early_trigger(wl.CountTrigger.at_least(3)))
-    rng = random.Random(28)
-    for hour in range(6):
-        write_partition(tmp_path / "events", hour, hour_rows(rng, hour))
-    where = locations(tmp_path, "codegen")
-    compiled = []
-    for hour in range(6):
-        value = hour_value(hour)
-        with spark_jobs(spark) as count:
-            done = run_incremental(pipeline, partitions=(value, value), spark=spark,
-                                   path="native",
-                                   watermark=wl.BoundedOutOfOrderness("10 minutes"), **where)
-        compiled.append(count.compiled)
-        assert done.status == "published" and done.inputs == 200
+    compiled = _classes_compiled_per_run(spark, tmp_path, pipeline, hours=6, seed=28)
     assert compiled[0] > 0 and compiled[4:] == [0, 0], compiled
