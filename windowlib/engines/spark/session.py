@@ -60,11 +60,6 @@ LOCAL_CONF: dict[str, str] = {
     # incremental run, the walkers' output, the sessions' marked rows): compressing their
     # columns costs more than it saves (1M marked session rows: 3.35 s -> 2.41 s uncompressed)
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
-    # generated classes are cached by their source text (a native run's plan is the same
-    # from run to run: native_parts), but a native run needs 20-30 classes and Spark's cache
-    # of 100 is split into segments that evict on their own: warm runs recompiled a few
-    # classes now and then (static: takes effect when the session is created)
-    "spark.sql.codegen.cache.maxEntries": "1000",
 }
 
 _REMOTE_SESSIONS: dict[str, Any] = {}
