@@ -34,10 +34,11 @@ is a plain Parquet scan (``bundle_stats.py``: no job), else from the small aggre
 ``bundles.plan_bundles`` (a separate job). Each row gets its bundle's clocks from ONE broadcast
 join with the plan as an inline ``VALUES`` table (``bundle_columns``: the broadcast is one
 small job, shared by every branch; one bundle — an hourly run — looks them up in the run's
-clock arrays, no join); per window, the bundle of the ON_TIME firing and its clocks come from
-those arrays (a ``CASE WHEN`` search tree over ``W_b``, ``native_parts.rank``). The clock
-arrays are one-row scalar subqueries, not literals, so the generated code of a pipeline's
-plan is the same from run to run (``native_parts``). The default
+clock arrays, no join); per window, the bundle of the ON_TIME firing (a ``CASE WHEN`` search
+tree over ``W_b``, ``native_parts.rank``: over literals when there are several bundles) and
+its clocks come from those arrays. The clock arrays are one-row scalar subqueries, not
+literals, so the generated code of an hourly run's plan is the same from run to run
+(``native_parts``). The default
 trigger's firings (``native_default.py``): a plain hash aggregate per window of the on-time
 accumulators, joined by window with a branch of the late rows alone (its own scan of the
 input; window functions over those rows only) — or, when the footers show sparse keys, both

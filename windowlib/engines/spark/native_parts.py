@@ -49,7 +49,7 @@ def clocks_sql(values: Sequence[int]) -> str:
 def clock_sql(values: Sequence[int], index: int) -> str:
     """SQL text of ``values[index]`` (0-based, ``index`` known to the driver) from the run's
     clock array (``clocks_sql``)."""
-    return f"element_at({clocks_sql(values)}, {int(index) + 1})"
+    return at_sql(values, str(int(index)))
 
 
 def at(values: Sequence[int], index: Any) -> Any:
