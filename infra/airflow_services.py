@@ -27,7 +27,9 @@ Invariants:
   scheduler import the tasks' heavy modules once, so the task processes its LocalExecutor
   forks inherit them (``WINDOWLIB_PRELOAD=0`` switches it off).
 * Secrets are never logged; the password is printed only by ``main()`` (the login banner).
-* Service logs go to ``{home}/logs/{service}.log``.
+* Service logs go to ``{home}/logs/{service}.log``. ``AirflowServices.check_alive()`` is the
+  one check for a service that exited (start-up, ``main()``, the e2e tests' wait loops): it
+  raises :class:`ServiceExited` naming it, its exit code and its log's tail.
 """
 
 from __future__ import annotations
@@ -50,6 +52,23 @@ REPO = Path(__file__).resolve().parent.parent
 SETTINGS = REPO / "infra" / "airflow_settings"     # airflow_local_settings.py (preload)
 SERVICES = ("api-server", "scheduler", "dag-processor")
 USER = "admin"
+TAIL_LINES = 40
+
+
+class ServiceExited(RuntimeError):
+    """An Airflow service process exited while it should be running."""
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file (read from its end: logs grow large)."""
+    try:
+        with open(path, "rb") as f:
+            start = max(0, f.seek(0, os.SEEK_END) - 1024 * lines)
+            f.seek(start)
+            text = f.read().decode(errors="replace").splitlines()
+    except OSError as exc:
+        return f"(no log: {exc})"
+    return "\n".join(text[1 if start else 0:][-lines:])  # a cut first line is dropped
 
 
 @dataclass
@@ -74,6 +93,25 @@ class AirflowServices:
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())["access_token"]
+
+    def log_file(self, name: str) -> Path:
+        return self.home / "logs" / f"{name}.log"
+
+    def check_alive(self, lines: int = TAIL_LINES) -> None:
+        """Raise :class:`ServiceExited` if any service process has exited: each one's name,
+        exit code and the last ``lines`` lines of its log (known secrets masked)."""
+        dead = {n: code for n, p in self.processes.items() if (code := p.poll()) is not None}
+        if not dead:
+            return
+        secret = [self.password, self.env.get("AIRFLOW__API_AUTH__JWT_SECRET")]
+        parts = []
+        for name, code in dead.items():
+            tail = log_tail(self.log_file(name), lines)
+            for value in filter(None, secret):
+                tail = tail.replace(value, "***")
+            parts.append(f"Airflow service {name!r} exited with code {code}; last {lines} "
+                         f"lines of {self.log_file(name)}:\n{tail}")
+        raise ServiceExited("\n\n".join(parts))
 
     def stop(self, grace: float = 30.0) -> None:
         stop(self, grace)
@@ -168,8 +206,9 @@ def start(home: Path | str | None = None, port: int = 8080, root: str | None = N
           dags: Path | None = None, wait: bool = True, timeout: float = 300.0,
           extra_env: dict[str, str] | None = None) -> AirflowServices:
     """Migrate the DB and start the services; with ``wait``, block until healthy (raises
-    ``TimeoutError`` after ``timeout`` s, stopping what it started). ``extra_env`` overrides
-    the environment of every service (tests: a registry, a DAG start date)."""
+    ``TimeoutError`` after ``timeout`` s, ``ServiceExited`` when a service exits first,
+    stopping what it started). ``extra_env`` overrides the environment of every service
+    (tests: a registry, a DAG start date)."""
     home = Path(home or REPO / ".local" / "airflow").resolve()
     (home / "logs").mkdir(parents=True, exist_ok=True)
     env = airflow_env(home, port, root, dags, extra_env)
@@ -185,7 +224,7 @@ def start(home: Path | str | None = None, port: int = 8080, root: str | None = N
                 "scheduler": [airflow, "scheduler"], "dag-processor": [airflow, "dag-processor"]}
     try:
         for name in SERVICES:
-            log = open(home / "logs" / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+            log = open(services.log_file(name), "ab")  # noqa: SIM115 - owned by the child
             services.processes[name] = subprocess.Popen(
                 commands[name], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                 start_new_session=True)
@@ -193,10 +232,7 @@ def start(home: Path | str | None = None, port: int = 8080, root: str | None = N
         if wait:
             deadline = time.monotonic() + timeout
             while not healthy(services.url):
-                dead = [n for n, p in services.processes.items() if p.poll() is not None]
-                if dead:
-                    raise RuntimeError(f"Airflow service(s) {dead} exited; see "
-                                       f"{home / 'logs'}")
+                services.check_alive()
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"Airflow not healthy at {services.url} after "
                                        f"{timeout:.0f} s; see {home / 'logs'}")
@@ -348,10 +384,10 @@ def main(argv: list[str] | None = None) -> int:
           "Ctrl-C stops all services.", flush=True)
     try:
         while not stopping:
-            if any(p.poll() is not None for p in services.processes.values()):
-                print("a service exited; stopping the others", file=sys.stderr)
-                break
+            services.check_alive()
             time.sleep(1)
+    except ServiceExited as exc:
+        print(f"{exc}\nstopping the others", file=sys.stderr)
     finally:
         stop(services)
     return 0

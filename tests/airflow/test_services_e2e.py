@@ -91,6 +91,7 @@ def _api(services, token: str, method: str, path: str, body: dict | None = None,
             detail = f"{method} {path}: {exc!r}"
             if attempt == attempts:
                 raise TransientAPIError(detail) from exc
+        services.check_alive()  # a dead api-server fails now, not after every retry
         print(f"retrying after a transient failure: {detail}", file=sys.stderr)
         time.sleep(5 * attempt)
     raise AssertionError("unreachable")
@@ -104,6 +105,7 @@ def _when(text: str | None) -> datetime:
 def _wait_run(services, token, dag_id: str, run_id: str | None, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        services.check_alive()  # a crashed service fails within one poll, with its log's tail
         if run_id is None:
             runs = _api(services, token, "GET", f"/dags/{dag_id}/dagRuns")["dag_runs"]
             run = runs[0] if runs else {"state": "none"}
@@ -197,8 +199,10 @@ def history_backfill(services) -> dict:
     it), so its runs overlap the other tests' runs; its own runs still go one at a time."""
     token = services.token()
     deadline = time.monotonic() + 600  # "healthy" does not wait for the dag-processor
-    while not (dags := _api(services, token, "GET",
-                            f"/dags?dag_id_pattern={HISTORY_DAG}")["dags"]):
+    while True:
+        services.check_alive()
+        if dags := _api(services, token, "GET", f"/dags?dag_id_pattern={HISTORY_DAG}")["dags"]:
+            break
         assert time.monotonic() < deadline, f"{HISTORY_DAG} not parsed after 600 s"
         time.sleep(2)
     assert dags[0]["dag_id"] == HISTORY_DAG and not dags[0]["is_paused"], dags
@@ -223,6 +227,7 @@ def history_backfill(services) -> dict:
 def _wait_backfill(services, token, backfill_id: int, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        services.check_alive()
         backfill = _api(services, token, "GET", f"/backfills/{backfill_id}")
         if backfill["completed_at"] is not None:
             return backfill
@@ -301,6 +306,7 @@ def _wait_deadline_alerts(services, run_ids: set[str], timeout: float = 300) -> 
     alerts = Path(services.env["WL_NOTIFIER_FILE"])
     deadline = time.monotonic() + timeout
     while True:
+        services.check_alive()
         lines = alerts.read_text().splitlines() if alerts.exists() else []
         missed = [e for e in map(json.loads, lines) if e["kind"] == "deadline_missed"]
         if {e.get("run_id") for e in missed} >= run_ids or time.monotonic() > deadline:
