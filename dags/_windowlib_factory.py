@@ -45,9 +45,11 @@ Invariants:
   ``WINDOWLIB_SPARK_CONNECT_CONN_ID`` names an Airflow ``spark_connect`` connection (its URL is
   then exported as ``SPARK_REMOTE`` for the rest of the task process); otherwise an
   in-process local SparkSession. Resolved at run time, never at parse time. Over Connect the
-  tasks of one DAG run share one server session (unless the URL names one): ``run`` makes
-  its id (a random UUID) and passes it on in its XCom (``spark_session``), so the server
-  starts that session's Python workers once per DAG run, not once per task.
+  tasks of one DAG run share one server session (unless the URL names one): ``run`` passes
+  its id on in its XCom (``spark_session``). ``run`` takes the session over from the DAG's
+  previous run when that run's ``run`` task handed it on (``_windowlib_tasks._chained_session``:
+  one chain for backfill runs, one for the others), else makes a new one, so the server
+  starts a pipeline's Python workers once, not once per run or per task.
 * Every task body runs in ``task_scope()`` (``_windowlib_ops``): library noise below INFO and
   one ``windowlib <stage> <pipeline>:`` line per stage, S3 through ``$WINDOWLIB_AWS_CONN_ID``'s
   connection when set, user errors failing fast. Each task returns ONE small XCom object
@@ -245,9 +247,9 @@ def build_dag(job: Any) -> DAG:
         # multiple_outputs=False: Airflow would otherwise infer it from the ``dict`` return
         # annotation and store one XCom row per key; each task keeps ONE summary object
         @lineage_task("run", name, task_id="run")
-        def run(planned: dict[str, Any]) -> dict[str, Any]:
+        def run(planned: dict[str, Any], **context: Any) -> dict[str, Any]:
             with task_scope():
-                return do_run(name, planned)
+                return do_run(name, planned, context)
 
         @lineage_task("audit", name, task_id="audit")
         def audit(staged: dict[str, Any]) -> dict[str, Any]:

@@ -124,15 +124,70 @@ def _replan(job: Any, planned: dict[str, Any]) -> dict[str, Any] | None:
     return None if plan["empty"] else {**planned, "plan": plan}
 
 
-def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
-    """Stage the plan on Spark; re-plans once when another run moved the checkpoint."""
+# XCom keys under which a pipeline DAG's ``run`` task hands its Spark Connect session on to the
+# DAG's next run (``_chained_session``): one chain for backfill runs, one for all others
+SESSION_XCOM = "spark_connect_session"
+BACKFILL_SESSION_XCOM = "spark_connect_session_backfill"
+
+
+def _chain(context: Any) -> tuple[Any, str] | None:
+    """The task instance of the DAG run and the XCom key of its session chain; ``None``
+    outside a DAG run."""
+    ti = (context or {}).get("ti")
+    if ti is None:
+        return None
+    run_type = str(getattr(context.get("dag_run"), "run_type", "")).lower()
+    return ti, BACKFILL_SESSION_XCOM if run_type.endswith("backfill") else SESSION_XCOM
+
+
+def _chained_session(context: Any) -> str | None:
+    """The Spark Connect session this DAG run's ``run`` task takes over from the DAG's previous
+    run, ``None`` for a new one.
+
+    Why: a Connect server starts a Python worker daemon per session and keeps it (about 50 MB)
+    until the server stops, and a session's first Python work costs ~2 s of worker start-up
+    (``benchmarks/connect_sessions.py``). A session per DAG run would leak a daemon per run and
+    pay that start every run; a chain pays it once per pipeline.
+
+    How: a run takes the session the latest earlier run of its chain handed on (its ``run``
+    task's XCom under the chain's key). Scheduled, manual and asset-triggered runs form one
+    chain: ``max_active_runs=1`` keeps them from overlapping. Backfill runs may overlap those,
+    so they form a chain of their own. The task marks the session taken (``None`` under the
+    key) before it uses it, and ``_hand_on`` records the id once it succeeded, so a run task
+    that failed or was killed half-way (its run-scoped SQL settings or cached frames possibly
+    left in the session) hands nothing on, and neither does a run still in flight: the next
+    run then starts a new session."""
+    chain = _chain(context)
+    if chain is None:
+        return None
+    ti, key = chain
+    previous = ti.xcom_pull(task_ids="run", key=key, include_prior_dates=True)
+    ti.xcom_push(key, None)
+    return previous if isinstance(previous, str) and previous else None
+
+
+def _hand_on(context: Any, session_id: str) -> None:
+    chain = _chain(context)
+    if chain is not None:
+        chain[0].xcom_push(chain[1], session_id)
+
+
+def do_run(name: str, planned: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Stage the plan on Spark; re-plans once when another run moved the checkpoint. Over
+    Spark Connect the DAG run's tasks share one server session (``spark_session`` in the
+    XCom), taken over from the DAG's previous run when it handed one on (``_chained_session``).
+    """
     from windowlib.core.errors import StateError
     from windowlib.runs.operations import stage_job
 
     job = get_job(name)
-    # one Connect server session for this DAG run's Spark tasks (XCom carries its id)
-    session_id = planned.get("spark_session") or (str(uuid.uuid4()) if spark_remote() else None)
+    remote = spark_remote() is not None
+    chained = _chained_session(context) if remote else None
+    session_id = planned.get("spark_session") or chained or (
+        str(uuid.uuid4()) if remote else None)
     spark = _spark(session_id)
+    if remote:          # a closed session was replaced by a new one: pass that one on
+        session_id = spark.session_id
     try:
         ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
     except StateError as exc:
@@ -144,6 +199,8 @@ def do_run(name: str, planned: dict[str, Any]) -> dict[str, Any]:
             raise AirflowSkipException("another run consumed every new file of these "
                                        "partitions; nothing left to do") from exc
         ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
+    if remote:
+        _hand_on(context, session_id)
     counts = ref.get("summary") or {}
     stage_line("run", name, staged=ref.get("run_id"),
                **{k: counts[k] for k in ("inputs", "firings", "late", "rejects") if k in counts})

@@ -11,8 +11,8 @@ SparkContext is up). The returned ``ConnectServer`` gives the ``sc://127.0.0.1:P
 Invariants:
 - The server only listens on the loopback interface.
 - Every session it serves starts with ``spark.sql.session.timeZone=UTC``, small shuffle
-  partitions, no UI; its Python workers run ``python`` (default: this interpreter), so they
-  import the same windowlib as the client.
+  partitions, no UI, and is closed after 3 h without a request; its Python workers run
+  ``python`` (default: this interpreter), so they import the same windowlib as the client.
 - Its working directory and log live in a private temporary directory (``log_path``), removed
   by ``stop()`` unless ``keep_logs=True``; nothing is written into the caller's directory.
 
@@ -48,6 +48,10 @@ SERVER_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "2",
     "spark.driver.bindAddress": HOST,
     "spark.driver.host": HOST,
+    # a pipeline DAG's runs hand one server session on from run to run (dags/_windowlib_tasks,
+    # _chained_session); an hourly run finds it idle for almost an hour, so the idle timeout
+    # (60 min by default) must outlast the longest schedule interval served
+    "spark.connect.session.manager.defaultSessionTimeout": "3h",
 }
 
 

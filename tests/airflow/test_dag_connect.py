@@ -2,7 +2,8 @@
 server (``infra.spark_connect``) on 127.0.0.1, named by an Airflow
 ``spark_connect`` connection (``WINDOWLIB_SPARK_CONNECT_CONN_ID``); ``dag.test()`` runs the
 whole write-audit-publish chain through it and publishes, the run and audit tasks in one
-server session."""
+server session, and the next run of the DAG goes on in that session (its Python workers are
+already started)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_mod
     from windowlib.runs.status import job_status, run_history
 
     lake = tmp_path / "lake"
-    write_synthetic(lake / DATA_PATH, hours=1, events_per_hour=40)
+    write_synthetic(lake / DATA_PATH, hours=2, events_per_hour=40)
     server = start_connect_server(conf={"spark.sql.shuffle.partitions": "1"})
     try:
         host, port = server.url[len("sc://"):].split(":")
@@ -31,28 +32,37 @@ def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_mod
             {"conn_type": "spark_connect", "host": host, "port": int(port)}))
         monkeypatch.setenv("WINDOWLIB_SPARK_CONNECT_CONN_ID", "wl_spark_connect")
         monkeypatch.setenv("SPARK_REMOTE", "")   # unset; restored after the task exports it
-        at = datetime(2024, 3, 1, 1, tzinfo=UTC)
-        dr = pipelines_module.windowlib_clickstream_demo.test(
-            logical_date=at, run_after=at, run_conf={"root": lake.as_uri()})
-        states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}
-        assert str(dr.state) == "success", states
-        assert set(states.values()) == {"success"}, states
+        first = _run_dag(pipelines_module, datetime(2024, 3, 1, 1, tzinfo=UTC), lake)
         # the tasks went through the connection's server, not a local session, and the run
         # and audit tasks shared ONE server session (its Python workers start once per run)
         remote = [url for url, s in sessions._REMOTE_SESSIONS.items() if not s.is_stopped]
         assert remote and all(url.startswith(server.url) for url in remote), remote
-        xcom = _return_values(dr.dag_id, dr.run_id)
-        shared = xcom["run"]["spark_session"]
-        assert xcom["audit"]["spark_session"] == shared
+        shared = first["run"]["spark_session"]
+        assert first["audit"]["spark_session"] == shared
         assert remote == [f"{server.url}/;session_id={shared}"], remote
+        # the DAG's next run (a new process in production: no exported URL) takes the
+        # session its previous run handed on
+        monkeypatch.setenv("SPARK_REMOTE", "")
+        second = _run_dag(pipelines_module, datetime(2024, 3, 1, 2, tzinfo=UTC), lake)
+        assert second["run"]["spark_session"] == second["audit"]["spark_session"] == shared
         job = get("clickstream_demo")
         status = job_status(job, lake.as_uri())
-        assert status["version"] == 1 and status["files_consumed_total"] == 1
+        assert status["version"] == 2 and status["files_consumed_total"] == 2
         last = run_history(job, lake.as_uri())[-1]
         assert last["validation"]["success"] is True and last["firings"] > 0
     finally:
         sessions.stop_remote_sessions()
         server.stop()
+
+
+def _run_dag(pipelines_module, at: datetime, lake) -> dict[str, dict]:
+    """Run the demo DAG for the hour ending ``at``; its tasks' return values by task id."""
+    dr = pipelines_module.windowlib_clickstream_demo.test(
+        logical_date=at, run_after=at, run_conf={"root": lake.as_uri()})
+    states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}
+    assert str(dr.state) == "success", states
+    assert set(states.values()) == {"success"}, states
+    return _return_values(dr.dag_id, dr.run_id)
 
 
 def _return_values(dag_id: str, run_id: str) -> dict[str, dict]:

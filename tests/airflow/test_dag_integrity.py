@@ -285,6 +285,47 @@ def test_a_dag_runs_connect_url_names_its_server_session_unless_the_url_names_on
     assert connect_url("sc://h:15002", None) == "sc://h:15002"
 
 
+class _RecordingTaskInstance:
+    """Records the XCom calls of the session chain (the real chain: test_dag_connect.py)."""
+
+    def __init__(self, previous):
+        self.previous, self.calls = previous, []
+
+    def xcom_pull(self, **kwargs):
+        self.calls.append(("pull", kwargs))
+        return self.previous
+
+    def xcom_push(self, key, value):
+        self.calls.append(("push", key, value))
+
+
+@pytest.mark.parametrize("run_type, key, previous, taken", [
+    ("scheduled", "spark_connect_session", "6f1d2c3b-0000-4000-8000-000000000001",
+     "6f1d2c3b-0000-4000-8000-000000000001"),
+    ("DagRunType.MANUAL", "spark_connect_session", None, None),   # the first run: a new one
+    ("asset_triggered", "spark_connect_session", "", None),
+    # backfill runs may overlap the others: a chain of their own
+    ("backfill", "spark_connect_session_backfill", "6f1d2c3b-0000-4000-8000-000000000002",
+     "6f1d2c3b-0000-4000-8000-000000000002"),
+])
+def test_a_run_takes_the_session_its_predecessor_handed_on_in_its_own_chain(
+        run_type, key, previous, taken):
+    from types import SimpleNamespace
+
+    from _windowlib_tasks import _chained_session, _hand_on
+
+    ti = _RecordingTaskInstance(previous)
+    context = {"ti": ti, "dag_run": SimpleNamespace(run_type=run_type)}
+    assert _chained_session(context) == taken
+    _hand_on(context, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")
+    # the latest earlier run's id; marked taken BEFORE use (a killed task hands nothing on)
+    assert ti.calls == [
+        ("pull", {"task_ids": "run", "key": key, "include_prior_dates": True}),
+        ("push", key, None),
+        ("push", key, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")]
+    assert _chained_session({}) is None              # outside a DAG run: nothing to chain
+
+
 @pytest.mark.parametrize("schedule, after, interval", [
     # weekdays at 09:00: Friday's run covers the weekend, up to Monday 09:00
     ("0 9 * * MON-FRI", datetime(2024, 3, 4, 9, 30, tzinfo=UTC),
