@@ -156,12 +156,16 @@ def _chained_session(context: Any) -> str | None:
     key) before it uses it, and ``_hand_on`` records the id once it succeeded, so a run task
     that failed or was killed half-way (its run-scoped SQL settings or cached frames possibly
     left in the session) hands nothing on, and neither does a run still in flight: the next
-    run then starts a new session."""
+    run then starts a new session. A retried (or cleared) run task starts a new session too:
+    its earlier try may have died in the session it took over, and Airflow clears a task's
+    XComs, the mark included, when a new try starts."""
     chain = _chain(context)
     if chain is None:
         return None
     ti, key = chain
-    previous = ti.xcom_pull(task_ids="run", key=key, include_prior_dates=True)
+    retried = (getattr(ti, "try_number", None) or 1) > 1
+    previous = None if retried else ti.xcom_pull(task_ids="run", key=key,
+                                                 include_prior_dates=True)
     ti.xcom_push(key, None)
     return previous if isinstance(previous, str) and previous else None
 

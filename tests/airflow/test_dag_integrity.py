@@ -288,8 +288,8 @@ def test_a_dag_runs_connect_url_names_its_server_session_unless_the_url_names_on
 class _RecordingTaskInstance:
     """Records the XCom calls of the session chain (the real chain: test_dag_connect.py)."""
 
-    def __init__(self, previous):
-        self.previous, self.calls = previous, []
+    def __init__(self, previous, try_number=1):
+        self.previous, self.try_number, self.calls = previous, try_number, []
 
     def xcom_pull(self, **kwargs):
         self.calls.append(("pull", kwargs))
@@ -324,6 +324,18 @@ def test_a_run_takes_the_session_its_predecessor_handed_on_in_its_own_chain(
         ("push", key, None),
         ("push", key, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")]
     assert _chained_session({}) is None              # outside a DAG run: nothing to chain
+
+
+def test_a_retried_run_task_starts_a_new_session():
+    """Its earlier try may have died inside the session it took over (and Airflow cleared
+    that try's mark): it neither takes the chain's session nor hands one on before success."""
+    from types import SimpleNamespace
+
+    from _windowlib_tasks import SESSION_XCOM, _chained_session
+
+    ti = _RecordingTaskInstance("6f1d2c3b-0000-4000-8000-000000000001", try_number=2)
+    assert _chained_session({"ti": ti, "dag_run": SimpleNamespace(run_type="scheduled")}) is None
+    assert ti.calls == [("push", SESSION_XCOM, None)]
 
 
 @pytest.mark.parametrize("schedule, after, interval", [
