@@ -124,8 +124,9 @@ def _replan(job: Any, planned: dict[str, Any]) -> dict[str, Any] | None:
     return None if plan["empty"] else {**planned, "plan": plan}
 
 
-# XCom keys under which a pipeline DAG's ``run`` task hands its Spark Connect session on to the
-# DAG's next run (``_chained_session``): one chain for backfill runs, one for all others
+# XCom keys under which a DAG's Spark task (a pipeline DAG's ``run``, ``windowlib_backfill``'s
+# ``backfill``) hands its Spark Connect session on to the DAG's next run (``_chained_session``):
+# one chain for Airflow's backfill runs, one for all others
 SESSION_XCOM = "spark_connect_session"
 BACKFILL_SESSION_XCOM = "spark_connect_session_backfill"
 
@@ -141,22 +142,22 @@ def _chain(context: Any) -> tuple[Any, str] | None:
 
 
 def _chained_session(context: Any) -> str | None:
-    """The Spark Connect session this DAG run's ``run`` task takes over from the DAG's previous
-    run, ``None`` for a new one.
+    """The Spark Connect session this DAG run's Spark task takes over from the DAG's previous
+    run (the same task's), ``None`` for a new one.
 
     Why: a Connect server starts a Python worker daemon per session and keeps it (about 50 MB)
     until the server stops, and a session's first Python work costs ~2 s of worker start-up
     (``benchmarks/connect_sessions.py``). A session per DAG run would leak a daemon per run and
     pay that start every run; a chain pays it once per pipeline.
 
-    How: a run takes the session the latest earlier run of its chain handed on (its ``run``
+    How: a run takes the session the latest earlier run of its chain handed on (the same
     task's XCom under the chain's key). Scheduled, manual and asset-triggered runs form one
     chain: ``max_active_runs=1`` keeps them from overlapping. Backfill runs may overlap those,
     so they form a chain of their own. The task marks the session taken (``None`` under the
-    key) before it uses it, and ``_hand_on`` records the id once it succeeded, so a run task
+    key) before it uses it, and ``_hand_on`` records the id once it succeeded, so a task
     that failed or was killed half-way (its run-scoped SQL settings or cached frames possibly
     left in the session) hands nothing on, and neither does a run still in flight: the next
-    run then starts a new session. A retried (or cleared) run task starts a new session too:
+    run then starts a new session. A retried (or cleared) task starts a new session too:
     its earlier try may have died in the session it took over, and Airflow clears a task's
     XComs, the mark included, when a new try starts."""
     chain = _chain(context)
@@ -164,16 +165,27 @@ def _chained_session(context: Any) -> str | None:
         return None
     ti, key = chain
     retried = (getattr(ti, "try_number", None) or 1) > 1
-    previous = None if retried else ti.xcom_pull(task_ids="run", key=key,
+    previous = None if retried else ti.xcom_pull(task_ids=ti.task_id, key=key,
                                                  include_prior_dates=True)
     ti.xcom_push(key, None)
     return previous if isinstance(previous, str) and previous else None
 
 
-def _hand_on(context: Any, session_id: str) -> None:
+def _hand_on(context: Any, session_id: str | None) -> None:
     chain = _chain(context)
-    if chain is not None:
+    if chain is not None and session_id:
         chain[0].xcom_push(chain[1], session_id)
+
+
+def _chained_spark(context: Any, session_id: str | None = None) -> tuple[Any, str | None]:
+    """The task's SparkSession and, over Spark Connect, its server session's id: ``session_id``
+    when given (this DAG run's), else the one the DAG's previous run handed on
+    (``_chained_session``), else a new one. Hand it on with ``_hand_on`` once the task's
+    Spark work succeeded."""
+    if spark_remote() is None:
+        return _spark(), None
+    spark = _spark(session_id or _chained_session(context) or str(uuid.uuid4()))
+    return spark, spark.session_id    # a closed session was replaced: pass the new one on
 
 
 def do_run(name: str, planned: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -185,13 +197,7 @@ def do_run(name: str, planned: dict[str, Any], context: Any = None) -> dict[str,
     from windowlib.runs.operations import stage_job
 
     job = get_job(name)
-    remote = spark_remote() is not None
-    chained = _chained_session(context) if remote else None
-    session_id = planned.get("spark_session") or chained or (
-        str(uuid.uuid4()) if remote else None)
-    spark = _spark(session_id)
-    if remote:          # a closed session was replaced by a new one: pass that one on
-        session_id = spark.session_id
+    spark, session_id = _chained_spark(context, planned.get("spark_session"))
     try:
         ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
     except StateError as exc:
@@ -203,8 +209,7 @@ def do_run(name: str, planned: dict[str, Any], context: Any = None) -> dict[str,
             raise AirflowSkipException("another run consumed every new file of these "
                                        "partitions; nothing left to do") from exc
         ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
-    if remote:
-        _hand_on(context, session_id)
+    _hand_on(context, session_id)
     counts = ref.get("summary") or {}
     stage_line("run", name, staged=ref.get("run_id"),
                **{k: counts[k] for k in ("inputs", "firings", "late", "rejects") if k in counts})
@@ -369,9 +374,10 @@ def _backfill(context: Any) -> dict[str, Any]:
     else:
         head = cs.latest()
         key = key_on(base, head.version if head else None)
+    spark, session_id = (None, None) if p["dry_run"] else _chained_spark(context)
     summary = backfill_job(job, root, first, last, rebuild=rebuild, dry_run=bool(p["dry_run"]),
-                           spark=None if p["dry_run"] else _spark(), run_id=key,
-                           progress=log.debug).to_dict()
+                           spark=spark, run_id=key, progress=log.debug).to_dict()
+    _hand_on(context, session_id)
     stage_line("backfill", job.name, partitions=[first, last], mode=mode,
                status=summary.get("status"), version=summary.get("version"),
                firings=summary.get("firings"))

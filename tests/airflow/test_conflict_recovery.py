@@ -108,10 +108,10 @@ def test_run_overtaken_before_staging_skips_when_nothing_is_left(airflow_db, pip
     root = _lake(tmp_path)
     real_run = factory.do_run
 
-    def run_after_a_backfill_took_everything(name, planned):
+    def run_after_a_backfill_took_everything(name, planned, context=None):
         assert planned["plan"]["files"] == 2
         _compete(root, T00, T01)                          # consumes both files first
-        return real_run(name, planned)
+        return real_run(name, planned, context)
 
     monkeypatch.setattr(factory, "do_run", run_after_a_backfill_took_everything)
     dr = _dag_run(pipelines_module, root)

@@ -288,6 +288,8 @@ def test_a_dag_runs_connect_url_names_its_server_session_unless_the_url_names_on
 class _RecordingTaskInstance:
     """Records the XCom calls of the session chain (the real chain: test_dag_connect.py)."""
 
+    task_id = "run"
+
     def __init__(self, previous, try_number=1):
         self.previous, self.try_number, self.calls = previous, try_number, []
 
