@@ -5,4 +5,4 @@
 # last `make demo` (its lake and DAG runs) when there is one, else .local/lake; it prints which.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-exec "${repo}/.venv/bin/python" "${repo}/infra/airflow_services.py" "$@"
+PYTHONPATH="${repo}${PYTHONPATH:+:${PYTHONPATH}}" exec "${repo}/.venv/bin/python" -m infra.airflow_serving "$@"

@@ -1,13 +1,11 @@
 """Local Airflow 3 services for windowlib: api-server, scheduler and dag-processor.
 
-    python infra/airflow_services.py [--port 8080] [--home DIR] [--root URI] [--demo|--no-demo]
-
 ``start()`` migrates the metadata DB (SQLite in ``home``), starts the three services on
 127.0.0.1, each in its own session (``setsid``), waits until ``/api/v2/monitor/health``
 reports healthy and returns an :class:`AirflowServices`; ``stop()`` sends SIGTERM to every
 process group of those sessions — the services and the task processes they started, which
-Airflow moves into groups of their own — then SIGKILL after a grace period. ``main()``
-prints the UI address and the login and stops everything on Ctrl-C / SIGTERM.
+Airflow moves into groups of their own — then SIGKILL after a grace period.
+``infra/airflow_serving.py`` (``make airflow``) is the command line over it.
 
 Invariants:
 
@@ -18,23 +16,21 @@ Invariants:
   ``{home}/passwords.json`` (mode 0600) and reused; one JWT secret, also generated once into
   ``{home}/jwt_secret`` (0600), is shared by all services so task tokens verify.
 * ``WINDOWLIB_ROOT`` defaults to ``file://<repo>/.local/lake``; an existing value is kept.
-  ``main()`` (``make airflow``) serves the last ``make demo`` instead when there is one and no
-  root was asked for — its lake and its Airflow home (``choose_serving``) — and prints which
-  lake it serves and how to switch. The plugins folder is ``dags/plugins`` (report links).
-  ``WINDOWLIB_DAG_START_DATE`` defaults to three hours ago, so catchup creates only a few
-  scheduled runs; older data is processed with backfills (UI or ``windowlib_backfill``).
+  The plugins folder is ``dags/plugins`` (report links). ``WINDOWLIB_DAG_START_DATE``
+  defaults to three hours ago, so catchup creates only a few scheduled runs; older data is
+  processed with backfills (UI or ``windowlib_backfill``).
 * ``PYTHONPATH`` has ``infra/airflow_settings``: its ``airflow_local_settings`` makes the
   scheduler import the tasks' heavy modules once, so the task processes its LocalExecutor
   forks inherit them (``WINDOWLIB_PRELOAD=0`` switches it off).
-* Secrets are never logged; the password is printed only by ``main()`` (the login banner).
+* Secrets are never logged; the password is printed only by ``make airflow`` (its banner).
 * Service logs go to ``{home}/logs/{service}.log``. ``AirflowServices.check_alive()`` is the
-  one check for a service that exited (start-up, ``main()``, the e2e tests' wait loops): it
-  raises :class:`ServiceExited` naming it, its exit code and its log's tail.
+  one supervisor (start-up, ``make airflow``, the e2e tests' wait loops): it restarts a
+  service that exited, up to ``MAX_RESTARTS`` times, and then raises :class:`ServiceExited`
+  naming it, its exit code and its log's tail.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -48,32 +44,34 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.logs import TAIL_LINES, log_tail
+
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = REPO / "infra" / "airflow_settings"     # airflow_local_settings.py (preload)
 SERVICES = ("api-server", "scheduler", "dag-processor")
 USER = "admin"
-TAIL_LINES = 40
+MAX_RESTARTS = 3   # per service and start(): a crash loop fails, a one-off race does not
 
 
 class ServiceExited(RuntimeError):
-    """An Airflow service process exited while it should be running."""
+    """An Airflow service process exited and was not (or no longer) restarted."""
 
 
-def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log file (read from its end: logs grow large)."""
-    try:
-        with open(path, "rb") as f:
-            start = max(0, f.seek(0, os.SEEK_END) - 1024 * lines)
-            f.seek(start)
-            text = f.read().decode(errors="replace").splitlines()
-    except OSError as exc:
-        return f"(no log: {exc})"
-    return "\n".join(text[1 if start else 0:][-lines:])  # a cut first line is dropped
+@dataclass(frozen=True)
+class Restart:
+    """One restart of a service that exited: which, its exit code, and the report (its log's
+    tail, secrets masked) that would have been raised had its restarts been used up."""
+
+    service: str
+    exit_code: int
+    report: str
 
 
 @dataclass
 class AirflowServices:
-    """Running services: the URL, the login and the processes (one process group each)."""
+    """Running services: the URL, the login, the processes (one session each), the commands
+    that (re)start them and the restarts so far; ``sessions`` holds every session ever started
+    (a crashed service's task processes may outlive it, and ``stop()`` ends them too)."""
 
     home: Path
     port: int
@@ -81,6 +79,10 @@ class AirflowServices:
     password: str = field(repr=False)
     env: dict[str, str] = field(repr=False, default_factory=dict)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict, repr=False)
+    commands: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    max_restarts: int = MAX_RESTARTS
+    restarts: list[Restart] = field(default_factory=list)
+    sessions: set[int] = field(default_factory=set, repr=False)
 
     @property
     def url(self) -> str:
@@ -97,21 +99,49 @@ class AirflowServices:
     def log_file(self, name: str) -> Path:
         return self.home / "logs" / f"{name}.log"
 
+    def spawn(self, name: str) -> subprocess.Popen:
+        """Start service ``name`` with its command in a session of its own, appending to its
+        log; it replaces the service's earlier process."""
+        with open(self.log_file(name), "ab") as log:
+            proc = subprocess.Popen(self.commands[name], env=self.env or None, stdout=log,
+                                    stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+        self.processes[name] = proc
+        self.sessions.add(proc.pid)
+        return proc
+
     def check_alive(self, lines: int = TAIL_LINES) -> None:
-        """Raise :class:`ServiceExited` if any service process has exited: each one's name,
-        exit code and the last ``lines`` lines of its log (known secrets masked)."""
-        dead = {n: code for n, p in self.processes.items() if (code := p.poll()) is not None}
-        if not dead:
-            return
-        secret = [self.password, self.env.get("AIRFLOW__API_AUTH__JWT_SECRET")]
-        parts = []
-        for name, code in dead.items():
-            tail = log_tail(self.log_file(name), lines)
-            for value in filter(None, secret):
-                tail = tail.replace(value, "***")
-            parts.append(f"Airflow service {name!r} exited with code {code}; last {lines} "
-                         f"lines of {self.log_file(name)}:\n{tail}")
-        raise ServiceExited("\n\n".join(parts))
+        """Supervise: restart every service that exited, as a production supervisor would
+        (Airflow's scheduler exits on database races, e.g. a ``StaleDataError`` when the API
+        server deleted a run it had loaded), recording each in ``restarts`` and in the
+        service's log. Raise :class:`ServiceExited` for a service that exited after
+        ``max_restarts`` restarts or has no command: its name, exit code and the last
+        ``lines`` lines of its log (known secrets masked)."""
+        failed = []
+        for name, proc in list(self.processes.items()):
+            if (code := proc.poll()) is None:
+                continue
+            tail = self._masked(log_tail(self.log_file(name), lines))
+            report = (f"Airflow service {name!r} exited with code {code}; last {lines} "
+                      f"lines of {self.log_file(name)}:\n{tail}")
+            done = sum(r.service == name for r in self.restarts)
+            if name not in self.commands or done >= self.max_restarts:
+                failed.append(report if not done else f"{report}\n(after {done} restarts)")
+                continue
+            self.restarts.append(Restart(name, code, report))
+            note = f"restarted by infra/airflow_services ({done + 1} of {self.max_restarts})"
+            with open(self.log_file(name), "a") as log:
+                log.write(f"--- exited with code {code}; {note} ---\n")
+            print(f"Airflow service {name!r} exited with code {code}; {note}; see "
+                  f"{self.log_file(name)}", file=sys.stderr, flush=True)
+            self.spawn(name)
+        if failed:
+            raise ServiceExited("\n\n".join(failed))
+
+    def _masked(self, text: str) -> str:
+        jwt = self.env.get("AIRFLOW__API_AUTH__JWT_SECRET")
+        for secret in filter(None, (self.password, jwt)):
+            text = text.replace(secret, "***")
+        return text
 
     def stop(self, grace: float = 30.0) -> None:
         stop(self, grace)
@@ -218,17 +248,13 @@ def start(home: Path | str | None = None, port: int = 8080, root: str | None = N
         subprocess.run([airflow, "db", "migrate"], env=env, stdout=log,
                        stderr=subprocess.STDOUT, check=True, cwd=REPO)
     use_wal(home / "airflow.db")
-    services = AirflowServices(home, port, user, password, env)
     commands = {"api-server": [airflow, "api-server", "--host", "127.0.0.1", "--port",
                                str(port)],
                 "scheduler": [airflow, "scheduler"], "dag-processor": [airflow, "dag-processor"]}
+    services = AirflowServices(home, port, user, password, env, commands=commands)
     try:
         for name in SERVICES:
-            log = open(services.log_file(name), "ab")  # noqa: SIM115 - owned by the child
-            services.processes[name] = subprocess.Popen(
-                commands[name], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-                start_new_session=True)
-            log.close()
+            services.spawn(name)
         if wait:
             deadline = time.monotonic() + timeout
             while not healthy(services.url):
@@ -281,7 +307,7 @@ def _signal_groups(groups: set[int], sig: int) -> None:
 def stop(services: AirflowServices, grace: float = 30.0) -> None:
     """SIGTERM the services' process groups and every process group of their sessions (task
     processes and their Spark JVMs), then SIGKILL what is left after ``grace`` s."""
-    sessions = {p.pid for p in services.processes.values()}
+    sessions = services.sessions | {p.pid for p in services.processes.values()}
     procs = [p for p in services.processes.values() if p.poll() is None]
     _signal_groups(_session_groups(sessions) | {p.pid for p in procs}, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -300,98 +326,3 @@ def stop(services: AirflowServices, grace: float = 30.0) -> None:
     settle = time.monotonic() + 10
     while _session_groups(sessions) and time.monotonic() < settle:
         time.sleep(0.2)
-
-
-DEMO_DIR = REPO / ".local" / "demo"
-
-
-@dataclass(frozen=True)
-class Serving:
-    """What ``main()`` serves: the Airflow home, the lake root, extra environment and the line
-    that tells the operator which lake this is and how to switch."""
-
-    home: Path
-    root: str | None
-    env: dict[str, str]
-    note: str
-
-
-def choose_serving(root: str | None, home: str | None, demo: bool | None,
-                   demo_dir: Path = DEMO_DIR) -> Serving:
-    """An explicit ``--root`` (or ``$WINDOWLIB_ROOT``) wins; else, unless ``demo`` is False,
-    the last ``make demo`` (its ``demo_summary.json``): its lake and its Airflow home, so its
-    DAG runs, reports and Data Docs show; DAG start and end at the demo's last interval, so
-    catch-up adds at most one run. Else ``.local/lake``. ``demo=True`` insists on the demo
-    (``ValueError`` when there is none usable)."""
-    default_home = Path(home) if home else REPO / ".local" / "airflow"
-    explicit = root or os.environ.get("WINDOWLIB_ROOT")
-    switch = ("switch with --root URI (or WINDOWLIB_ROOT), --demo / --no-demo; "
-              "AIRFLOW_ARGS='...' for make airflow")
-    if explicit and not demo:
-        return Serving(default_home, explicit, {}, f"lake root: {explicit} (as asked; {switch})")
-    summary_file = demo_dir / "demo_summary.json"
-    found = None
-    if demo is not False and summary_file.is_file() and (demo_dir / ".windowlib-demo").exists():
-        found = json.loads(summary_file.read_text())
-    usable = bool(found) and not found.get("s3") and Path(found.get("airflow_home", "")).is_dir()
-    if usable:
-        end = found["dag_end"]
-        return Serving(Path(home) if home else Path(found["airflow_home"]), found["root"],
-                       {"WINDOWLIB_DAG_START_DATE": end, "WINDOWLIB_DAG_END_DATE": end},
-                       f"lake root: {found['root']} — the lake and DAG runs of the last "
-                       f"`make demo` (Airflow home {found['airflow_home']}); {switch}")
-    if demo:
-        raise ValueError(f"no usable `make demo` under {demo_dir} (run `make demo` first; a "
-                         "demo on S3 stops its server at the end and cannot be served)")
-    lake = (REPO / ".local" / "lake").as_uri()
-    why = " (the last `make demo` used S3, whose server is stopped)" if found else ""
-    return Serving(default_home, None, {}, f"lake root: {lake} (the default{why}; {switch})")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Start Airflow 3 locally for windowlib.")
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--home", default=None,
-                        help="Airflow home (default .local/airflow, or the demo's)")
-    parser.add_argument("--root", default=None,
-                        help="WINDOWLIB_ROOT (default: the last `make demo`'s lake when there "
-                             "is one, else .local/lake)")
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--demo", dest="demo", action="store_true", default=None,
-                       help="serve the last `make demo` (its lake and DAG runs)")
-    which.add_argument("--no-demo", dest="demo", action="store_false",
-                       help="ignore the last `make demo`: serve .local/lake")
-    args = parser.parse_args(argv)
-    try:
-        serving = choose_serving(args.root, args.home, args.demo)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print("starting Airflow (api-server, scheduler, dag-processor); this takes ~1 min ...",
-          flush=True)
-    print(serving.note, flush=True)
-    services = start(serving.home, args.port, serving.root, extra_env=serving.env)
-    stopping = False
-
-    def _stop(_sig: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    print(f"Airflow UI: {services.url}  login: {services.username} / {services.password}\n"
-          f"lake root: {services.env['WINDOWLIB_ROOT']}  logs: {services.home / 'logs'}\n"
-          "Ctrl-C stops all services.", flush=True)
-    try:
-        while not stopping:
-            services.check_alive()
-            time.sleep(1)
-    except ServiceExited as exc:
-        print(f"{exc}\nstopping the others", file=sys.stderr)
-    finally:
-        stop(services)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.logs import log_tail
 from infra.spark_connect import HOST, free_port, spark_home
 from windowlib.core.errors import ExecutionError, InputError
 
@@ -141,13 +142,6 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)   # each process runs in its own session: pgid == pid
 
 
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def _spawn(cmd: list[str], log_path: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen:
     with open(log_path, "wb") as log:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -207,7 +201,7 @@ def start_cluster(workers: int = 2, *, cores: int = 1, memory: str = "1g",
             what = (f"{log.stem} exited with code {process.returncode}" if process
                     else f"only {cluster.alive_workers()} of {workers} workers alive after "
                          f"{timeout_s:.0f} s")
-            tail = _tail(log)
+            tail = log_tail(log)
             cluster.stop()
             raise ExecutionError(f"the local Spark cluster did not start: {what}:\n{tail}",
                                  code="CLUSTER_START_FAILED")

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.logs import log_tail
 from windowlib.core.errors import ExecutionError, InputError
 from windowlib.engines.spark.session import LOCAL_CONF
 
@@ -145,13 +146,6 @@ def _accepts(port: int) -> bool:
         return s.connect_ex((HOST, port)) == 0
 
 
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def start_connect_server(port: int | None = None, *, master: str = "local[2]",
                          conf: dict[str, str] | None = None, python: str | None = None,
                          timeout_s: float = 180.0, keep_logs: bool = False) -> ConnectServer:
@@ -181,14 +175,14 @@ def start_connect_server(port: int | None = None, *, master: str = "local[2]",
     deadline = time.monotonic() + timeout_s
     while True:
         if process.poll() is not None:
-            tail = _tail(server.log_path)
+            tail = log_tail(server.log_path)
             server.stop()
             raise ExecutionError(f"the Spark Connect server exited with code "
                                  f"{process.returncode}:\n{tail}", code="CONNECT_SERVER_FAILED")
         if _accepts(port):
             return server
         if time.monotonic() > deadline:
-            tail = _tail(server.log_path)
+            tail = log_tail(server.log_path)
             server.stop()
             raise ExecutionError(f"the Spark Connect server on port {port} was not healthy "
                                  f"after {timeout_s:.0f} s:\n{tail}",

@@ -233,7 +233,7 @@ class Demo:
                    "reruns": self.reruns, "corrections": files, "timings_s": self.timings,
                    "reports": {n: str(ws.report_path(n)) for n in a.pipelines},
                    "data_docs": {n: str(ws.data_docs(n)) for n in a.pipelines},
-                   # what `make airflow` needs to serve this demo (infra/airflow_services.py)
+                   # what `make airflow` needs to serve this demo (infra/airflow_serving.py)
                    "airflow_home": str(ws.airflow_home),
                    "dag_end": max([*self.ends, *([self.daily_at] if self.daily else [])]
                                   ).isoformat()}

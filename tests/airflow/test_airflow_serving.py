@@ -1,13 +1,11 @@
 """``make airflow`` after ``make demo`` serves the demo's lake and DAG runs, and always says
-which lake it serves and how to switch (``infra/airflow_services.choose_serving``); a service
-that exited is reported with its name, exit code and log tail (``check_alive``)."""
+which lake it serves and how to switch (``infra/airflow_serving.choose_serving``)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from wl_airflow_env import REPO
 
 pytestmark = pytest.mark.unit
 
@@ -24,13 +22,10 @@ def _demo(folder, s3: bool = False):
 
 @pytest.fixture
 def serving(monkeypatch):
-    import sys
-
-    sys.path.insert(0, str(REPO / "infra"))
-    import airflow_services
+    from infra import airflow_serving
 
     monkeypatch.delenv("WINDOWLIB_ROOT", raising=False)
-    return airflow_services.choose_serving
+    return airflow_serving.choose_serving
 
 
 def test_after_make_demo_airflow_serves_the_demos_lake_home_and_runs(serving, tmp_path):
@@ -60,37 +55,3 @@ def test_an_s3_demo_or_none_falls_back_and_says_why(serving, tmp_path):
     _demo(tmp_path / "s3demo", s3=True)
     chosen = serving(None, None, None, demo_dir=tmp_path / "s3demo")
     assert chosen.root is None and "S3" in chosen.note
-
-
-def test_check_alive_names_an_exited_service_its_code_and_log_tail(tmp_path):
-    import subprocess
-    import sys
-
-    sys.path.insert(0, str(REPO / "infra"))
-    import airflow_services
-
-    (tmp_path / "logs").mkdir()
-    services = airflow_services.AirflowServices(tmp_path, 0, "admin", "s3cret-pw")
-
-    def run(name: str, code: str) -> subprocess.Popen:
-        with open(services.log_file(name), "ab") as log:
-            proc = subprocess.Popen([sys.executable, "-c", code], stdout=log,
-                                    stderr=subprocess.STDOUT)
-        services.processes[name] = proc
-        return proc
-
-    alive = run("api-server", "import time; print('up', flush=True); time.sleep(60)")
-    try:
-        services.check_alive()  # running: no error
-        crashed = run("scheduler", "import sys\nfor i in range(100): print('line', i)\n"
-                                   "print('boom s3cret-pw'); sys.exit(3)")
-        crashed.wait(timeout=60)
-        with pytest.raises(airflow_services.ServiceExited) as exc:
-            services.check_alive()
-    finally:
-        alive.kill()
-        alive.wait()
-    message = str(exc.value)
-    assert "'scheduler' exited with code 3" in message and "boom ***" in message, message
-    assert "line 99" in message and "line 60" not in message  # the tail only: 40 lines
-    assert "s3cret-pw" not in message and "api-server" not in message

@@ -38,6 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import warnings
 from datetime import datetime
 from pathlib import Path
 
@@ -45,7 +46,6 @@ import pytest
 from wl_airflow_env import HERE, REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.airflow, pytest.mark.slow]
-sys.path.insert(0, str(REPO / "infra"))
 CHROMIUM = "/usr/bin/chromium"
 HISTORY_DAG = "windowlib_clickstream_history"  # see wl_single_registry: backfill runs only
 # the flags NOTES.md found to work on these machines (the user-data dir is fresh per test)
@@ -120,8 +120,7 @@ def _wait_run(services, token, dag_id: str, run_id: str | None, timeout: float) 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory):
     """Airflow services over a two-hour synthetic lake; catch-up covers [00:00, 01:00) only."""
-    import airflow_services
-
+    from infra import airflow_services
     from jobs.synthetic import DATA_PATH, write_synthetic
 
     base = tmp_path_factory.mktemp("airflow-services")
@@ -145,7 +144,9 @@ def services(tmp_path_factory):
         running.stop()
     assert all(p.poll() is not None for p in running.processes.values())
     # task processes (own process groups inside the services' sessions) are gone too
-    assert airflow_services._session_groups({p.pid for p in running.processes.values()}) == set()
+    assert airflow_services._session_groups(running.sessions) == set()
+    for restart in running.restarts:  # an upstream race the supervisor absorbed: visible
+        warnings.warn(f"restarted during the e2e tests: {restart.report}", stacklevel=1)
 
 
 def _xcom(services, token: str, dag_id: str, run_id: str, task_id: str) -> dict:
