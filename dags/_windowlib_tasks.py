@@ -177,14 +177,13 @@ def _hand_on(context: Any, session_id: str | None) -> None:
         chain[0].xcom_push(chain[1], session_id)
 
 
-def _chained_spark(context: Any, session_id: str | None = None) -> tuple[Any, str | None]:
-    """The task's SparkSession and, over Spark Connect, its server session's id: ``session_id``
-    when given (this DAG run's), else the one the DAG's previous run handed on
-    (``_chained_session``), else a new one. Hand it on with ``_hand_on`` once the task's
-    Spark work succeeded."""
+def _chained_spark(context: Any) -> tuple[Any, str | None]:
+    """The task's SparkSession and, over Spark Connect, its server session's id: the one the
+    DAG's previous run handed on (``_chained_session``), else a new one. Hand it on with
+    ``_hand_on`` once the task's Spark work succeeded."""
     if spark_remote() is None:
         return _spark(), None
-    spark = _spark(session_id or _chained_session(context) or str(uuid.uuid4()))
+    spark = _spark(_chained_session(context) or str(uuid.uuid4()))
     return spark, spark.session_id    # a closed session was replaced: pass the new one on
 
 
@@ -197,7 +196,7 @@ def do_run(name: str, planned: dict[str, Any], context: Any = None) -> dict[str,
     from windowlib.runs.operations import stage_job
 
     job = get_job(name)
-    spark, session_id = _chained_spark(context, planned.get("spark_session"))
+    spark, session_id = _chained_spark(context)
     try:
         ref = stage_job(job, planned["root"], planned["plan"], spark=spark, progress=log.debug)
     except StateError as exc:
