@@ -81,6 +81,7 @@ def test_losing_run_gets_conflict_and_its_staged_files_are_removed(root_uri, s3_
     assert open_store(latest.uri("state"), s3_settings).read_bytes("part-00000.parquet") == b"a"
 
 
+@pytest.mark.atomic_put
 def test_sixteen_concurrent_commits_exactly_one_wins(root_uri, s3_settings):
     stores = [_cs(root_uri, s3_settings) for _ in range(16)]
     _run(stores[0], s3_settings, "run-0", 0)

@@ -43,6 +43,7 @@ def test_create_exclusive_same_bytes_again_reports_false_on_files_true_if_ours(s
     assert store.read_bytes("c/2.json") == b"same"
 
 
+@pytest.mark.atomic_put
 def test_sixteen_threads_race_exactly_one_winner(store) -> None:
     barrier = threading.Barrier(16)
     results: dict[int, bool] = {}

@@ -98,6 +98,7 @@ def test_publishes_are_idempotent_and_never_go_back(root_uri, s3_settings):
     assert late == second and _runs_seen(table.open()) == {1: ROWS, 2: ROWS}
 
 
+@pytest.mark.atomic_put
 def test_racing_publishers_end_at_the_newest_version(root_uri, s3_settings):
     table = _table(root_uri, s3_settings)
     files = [_stage(table, s3_settings, f"v={v:08d}-aa{v:010d}", v) for v in range(1, 5)]
