@@ -13,7 +13,7 @@ from windowlib import aggregates as agg
 from windowlib.core.errors import StateError
 from windowlib.engines.spark.errors import windowlib_error
 from windowlib.runs.frames import read_frame
-from windowlib.runs.routing import OUT, OutputSpec, route_columns, write_routed
+from windowlib.runs.routing import OUT, OutputSpec, output_schemas, route_columns, write_routed
 
 pytestmark = pytest.mark.spark
 
@@ -54,22 +54,25 @@ def test_one_job_routes_each_row_to_its_outputs_files_and_counts_what_it_wrote(s
     frame = routed_frame(spark, n)
     schema_tens = frame.select(frame["`tens::id`"].alias("id"),
                                frame["`tens::tens`"].alias("tens")).schema
-    specs = {"tens": OutputSpec(f"file://{tmp_path}/tens", ("id", "tens"), schema_tens,
+    schema_words = frame.select(frame["`words::id`"].alias("id"),
+                                frame["`words::word`"].alias("word")).schema
+    specs = {"tens": OutputSpec(f"file://{tmp_path}/tens", ("id", "tens"),
                                 count_by=("parity",)),
-             "words": OutputSpec(f"file://{tmp_path}/words", ("id", "word"),
-                                 frame.select(frame["`words::id`"].alias("id"),
-                                              frame["`words::word`"].alias("word")).schema),
+             "words": OutputSpec(f"file://{tmp_path}/words", ("id", "word")),
              "tally": OutputSpec(None, total="weight")}
     done, jobs = jobs_of(spark, "routing-test", lambda: write_routed(
         frame, specs, token="t0ken", max_rows_per_file=20))
     assert jobs in (1, None)
+    # each output's schema is its routed columns' schema, recorded in its FrameInfo
+    assert done.schemas["tens"] == schema_tens and done.schemas["words"] == schema_words
+    assert done.frames["tens"].schema_json == schema_tens.json()
 
     ids = list(range(n))
     want_tens = sorted((i, i // 10) for i in ids if i % 3 == 0)
     want_words = sorted((i, f"w{i}") for i in ids if i % 3 == 1)
     got_tens = sorted(map(tuple, read_frame(spark, done.frames["tens"], schema_tens).collect()))
     got_words = sorted(map(tuple, read_frame(spark, done.frames["words"],
-                                             specs["words"].schema).collect()))
+                                             schema_words).collect()))
     assert got_tens == want_tens and got_words == want_words
     # every file under its own output's location, none larger than max_rows_per_file
     for name, want in (("tens", want_tens), ("words", want_words)):
@@ -122,9 +125,23 @@ def test_run_outputs_have_the_columns_of_the_public_frames(spark):
     run = run_general(p, df.drop(ERROR_COLUMN, CORRUPT_COLUMN), "arrival", emit_state=True,
                       persist=False)
     outputs = run.outputs("r1")
-    _, written, schemas = routed_frame(outputs, df, "ts")
+    routed, written = routed_frame(outputs, df, "ts")
+    schemas = output_schemas(routed.schema, {n: OutputSpec(None, tuple(c))
+                                             for n, c in written.items()})
     for name in ("firings", "late", "rejects", "side_outputs", "state"):
         frame = outputs.frame(name)
         assert written[name] == frame.columns, name
         assert [f.dataType for f in schemas[name].fields] == [
             f.dataType for f in frame.schema.fields], name
+
+
+def test_a_nullable_output_records_every_column_nullable(spark, tmp_path):
+    frame = routed_frame(spark, 9)
+    assert not frame.schema["tens::id"].nullable        # spark.range's id is never null
+    done = write_routed(frame, {"tens": OutputSpec(f"file://{tmp_path}/tens", ("id",),
+                                                   nullable=True),
+                                "words": OutputSpec(f"file://{tmp_path}/words", ("id",)),
+                                "tally": OutputSpec(None)})
+    assert done.schemas["tens"]["id"].nullable
+    assert not done.schemas["words"]["id"].nullable
+

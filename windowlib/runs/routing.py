@@ -25,6 +25,10 @@ Invariants:
   dropped silently).
 - The tasks always write with pyarrow, also where ``spark.windowlib.io.s3=spark`` makes
   ``write_frame`` use Spark's ``s3a`` writer; ``read_frame`` reads files of either writer.
+- Each output's Spark schema (recorded in its ``FrameInfo``) is taken from the routed frame
+  the tasks write (:func:`output_schemas`), so it cannot disagree with the files. That one
+  analysis is needed anyway: over Spark Connect ``mapInArrow`` sends its input's column names,
+  which the client learns from the frame's schema.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ from windowlib.state.stores import open_store
 from windowlib.state.taskfs import TaskFilesystem, task_filesystem
 from windowlib.state.uri import Uri
 
-__all__ = ["MULTI", "OUT", "OutputSpec", "RoutedWrite", "route_columns", "write_routed"]
+__all__ = ["MULTI", "OUT", "OutputSpec", "RoutedWrite", "output_schemas", "route_columns",
+           "routed_name", "write_routed"]
 
 OUT = "__wl_out"
 SEP = "::"
@@ -56,13 +61,14 @@ _META = (("output", "string"), ("path", "string"), ("rows", "long"), ("bytes", "
          ("sha256", "string"), ("task", "int"), ("grp", "string"), ("total", "long"))
 
 
-def _name(output: str, column: str) -> str:
+def routed_name(output: str, column: str) -> str:
+    """The routed frame's name of ``output``'s column ``column`` (``output::column``)."""
     return f"{output}{SEP}{column}"
 
 
 def route_columns(output: str, columns: Sequence[tuple[str, Any]]) -> list[Any]:
     """``(column name, Column)`` pairs of ``output`` as routed columns (``output::name``)."""
-    return [expr.alias(_name(output, name)) for name, expr in columns]
+    return [expr.alias(routed_name(output, name)) for name, expr in columns]
 
 
 @dataclass(frozen=True)
@@ -70,24 +76,27 @@ class OutputSpec:
     """One output of a routed write.
 
     ``uri``: where its files go (``None``: counted only). ``columns``: the written columns in
-    order; ``schema`` their Spark ``StructType`` (recorded in the ``FrameInfo``). ``count_by``:
-    columns (routed, not written unless also in ``columns``) whose value groups are counted;
-    ``total``: a numeric column summed per group."""
+    order. ``count_by``: columns (routed, not written unless also in ``columns``) whose value
+    groups are counted; ``total``: a numeric column summed per group. ``nullable``: record
+    every column as nullable in its schema (e.g. when some rows are written from a branch that
+    leaves it null)."""
 
     uri: str | None
     columns: tuple[str, ...] = ()
-    schema: Any = None
     count_by: tuple[str, ...] = ()
     total: str | None = None
+    nullable: bool = False
 
 
 @dataclass
 class RoutedWrite:
-    """What :func:`write_routed` wrote: a ``FrameInfo`` per written output, and per output
-    ``{group values tuple: (rows, total)}`` (``()`` as the group when ``count_by`` is empty)."""
+    """What :func:`write_routed` wrote: a ``FrameInfo`` per written output, per output
+    ``{group values tuple: (rows, total)}`` (``()`` as the group when ``count_by`` is empty),
+    and per output its written columns' Spark ``StructType`` (:func:`output_schemas`)."""
 
     frames: dict[str, FrameInfo] = field(default_factory=dict)
     counts: dict[str, dict[tuple, tuple[int, int]]] = field(default_factory=dict)
+    schemas: dict[str, Any] = field(default_factory=dict)
 
     def rows(self, output: str) -> int:
         return sum(n for n, _ in self.counts.get(output, {}).values())
@@ -96,12 +105,24 @@ class RoutedWrite:
         return sum(t for _, t in self.counts.get(output, {}).values())
 
 
+def output_schemas(schema: Any, outputs: Mapping[str, OutputSpec]) -> dict[str, Any]:
+    """Per output, the Spark ``StructType`` of its written columns, taken from the routed
+    frame's ``schema`` (every field nullable for an output with ``nullable``)."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = {f.name: f for f in schema.fields}
+    return {name: StructType([StructField(c, fields[routed_name(name, c)].dataType,
+                                          spec.nullable or fields[routed_name(name, c)].nullable)
+                              for c in spec.columns])
+            for name, spec in outputs.items()}
+
+
 def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
                  settings: S3Settings | None = None, token: str | None = None,
                  max_rows_per_file: int = 1_000_000,
                  forward_credentials: bool | None = None,
                  tasks: int | None = None) -> RoutedWrite:
-    """Write every output of ``routed`` in one Spark job; return files and counts.
+    """Write every output of ``routed`` in one Spark job; return files, counts and schemas.
 
     ``tasks``: at most this many writer tasks (``writer_tasks``: the shuffle partitions, at
     least the default parallelism; ``0`` keeps ``routed``'s partitioning).
@@ -126,7 +147,7 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
     plan: dict[str, tuple[str | None, list[tuple[str, str]], list[str], str | None]] = {}
     for name, spec in outputs.items():
         needed = [*spec.columns, *spec.count_by, *([spec.total] if spec.total else [])]
-        missing = [c for c in needed if _name(name, c) not in present]
+        missing = [c for c in needed if routed_name(name, c) not in present]
         if missing:
             raise InputError(f"output {name!r}: routed columns {missing} are missing",
                              code="COLUMN_MISSING")
@@ -139,9 +160,9 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
                                  code="FRAME_EXISTS")
             locs[name] = loc
             base = loc.arrow_path
-        plan[name] = (base, [(_name(name, c), c) for c in spec.columns],
-                      [_name(name, c) for c in spec.count_by],
-                      _name(name, spec.total) if spec.total else None)
+        plan[name] = (base, [(routed_name(name, c), c) for c in spec.columns],
+                      [routed_name(name, c) for c in spec.count_by],
+                      routed_name(name, spec.total) if spec.total else None)
     schemes = {loc.scheme for loc in locs.values()}
     if len(schemes) > 1:
         raise InputError("write_routed: all output locations must use one scheme",
@@ -166,7 +187,8 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
         frame = frame.coalesce(tasks)
     meta = map_in_arrow(frame, _make_routed_writer(fs, plan, token, max_rows_per_file),
                         struct_of(_META)).collect()      # small: one row per file or group
-    result = RoutedWrite()
+    # ``routed.columns`` above analysed ``routed``: its schema is cached
+    result = RoutedWrite(schemas=output_schemas(routed.schema, outputs))
     files: dict[str, list[tuple[int, str, FrameFile]]] = {n: [] for n in locs}
     counts: dict[str, dict[tuple, list[int]]] = {n: {} for n in outputs}
     for r in meta:
@@ -182,8 +204,7 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
             acc[0] += int(r["rows"])
             acc[1] += int(r["total"] or 0)
     for name, loc in locs.items():
-        spec = outputs[name]
-        schema_json = spec.schema.json() if spec.schema is not None else "{}"
+        schema_json = result.schemas[name].json()
         ordered = tuple(f for _, _, f in sorted(files[name], key=lambda x: (x[0], x[1])))
         result.frames[name] = FrameInfo(loc.uri, ordered, schema_json)
     result.counts = {n: {g: (v[0], v[1]) for g, v in c.items()} for n, c in counts.items()}

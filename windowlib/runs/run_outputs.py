@@ -44,10 +44,10 @@ from windowlib.engines.spark.outputs import SparkOutputs
 from windowlib.runs.lateness import LATENESS_BUCKETS, bucket_of, event_ms
 from windowlib.runs.routing import (
     OUT,
-    SEP,
     OutputSpec,
     RoutedWrite,
     route_columns,
+    routed_name,
     write_routed,
 )
 from windowlib.state.s3config import S3Settings
@@ -119,10 +119,9 @@ def _extras(output: str, columns: list[tuple[str, Any]], types: dict[str, Any],
 
 
 def routed_frame(outputs: SparkOutputs, source_frame: Any, timestamp: str
-                 ) -> tuple[Any, dict[str, list[str]], dict[str, Any]]:
+                 ) -> tuple[Any, dict[str, list[str]]]:
     """The routed frame of a run: every part of the engine's outputs plus the source's bad
-    rows and files. Returns ``(routed, written columns per output, Spark schema per
-    output)``."""
+    rows and files. Returns ``(routed, written columns per output)``."""
     from pyspark.sql import functions as F
 
     types = {f.name: f.dataType for f in source_frame.schema.fields}
@@ -139,15 +138,7 @@ def routed_frame(outputs: SparkOutputs, source_frame: Any, timestamp: str
     routed = branches[0]
     for branch in branches[1:]:
         routed = routed.unionByName(branch, allowMissingColumns=True)
-    return routed, written, _nullable_rejects(_schemas(routed, written))
-
-
-def _nullable_rejects(schemas: dict[str, Any]) -> dict[str, Any]:
-    """The rejects' columns are nullable in either branch (unreadable files: all null)."""
-    from pyspark.sql.types import StructField, StructType
-
-    return {**schemas, "rejects": StructType([StructField(f.name, f.dataType, True)
-                                              for f in schemas["rejects"].fields])}
+    return routed, written
 
 
 def _source_rejects(source_frame: Any, data_cols: Any) -> Any:
@@ -173,16 +164,6 @@ def _source_rejects(source_frame: Any, data_cols: Any) -> Any:
         F.lit("rejects").alias(OUT), *route_columns("rejects", bad_cols))
 
 
-def _schemas(routed: Any, written: dict[str, list[str]]) -> dict[str, Any]:
-    """Per output, the Spark schema of its written columns (one analysis of ``routed``)."""
-    from pyspark.sql.types import StructField, StructType
-
-    fields = {f.name: f for f in routed.schema.fields}
-    return {name: StructType([StructField(c, fields[f"{name}{SEP}{c}"].dataType,
-                                          fields[f"{name}{SEP}{c}"].nullable) for c in cols])
-            for name, cols in written.items()}
-
-
 def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
                   uris: dict[str, str], *, settings: S3Settings | None = None,
                   token: str | None = None, tasks: int | None = None) -> StagedOutputs:
@@ -191,21 +172,20 @@ def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
     writer tasks (``routing.write_routed``; ``small_writer_tasks`` for a small run)."""
     from windowlib.engines.spark.errors import reraise
 
-    routed, written, schemas = routed_frame(outputs, source_frame, timestamp)
-    late_by = (_BUCKET,) if f"late{SEP}{_BUCKET}" in routed.columns else ()
+    routed, written = routed_frame(outputs, source_frame, timestamp)
+    late_by = (_BUCKET,) if routed_name("late", _BUCKET) in routed.columns else ()
     retracting = outputs.columns.retracting
     specs = {
-        "firings": OutputSpec(uris["firings"], tuple(written["firings"]), schemas["firings"],
+        "firings": OutputSpec(uris["firings"], tuple(written["firings"]),
                               count_by=("timing", *(("retract",) if retracting else ()))),
-        "late": OutputSpec(uris["late"], tuple(written["late"]), schemas["late"],
-                           count_by=late_by),
-        "rejects": OutputSpec(uris["rejects"], tuple(written["rejects"]), schemas["rejects"],
-                              count_by=(_ORIGIN, _FILE, _ERROR), total=_ROWS),
-        "side_outputs": OutputSpec(uris["side_outputs"], tuple(written["side_outputs"]),
-                                   schemas["side_outputs"]),
+        "late": OutputSpec(uris["late"], tuple(written["late"]), count_by=late_by),
+        # nullable: an unreadable file's reject row leaves the data columns null
+        "rejects": OutputSpec(uris["rejects"], tuple(written["rejects"]),
+                              count_by=(_ORIGIN, _FILE, _ERROR), total=_ROWS, nullable=True),
+        "side_outputs": OutputSpec(uris["side_outputs"], tuple(written["side_outputs"])),
         # state entries: live entries per row when the state counts them (the general path's
         # keys), else one per row (a native window)
-        "state": OutputSpec(uris["state"], tuple(written["state"]), schemas["state"],
+        "state": OutputSpec(uris["state"], tuple(written["state"]),
                             total="entries" if "entries" in written["state"] else None),
         "stats": OutputSpec(None, total="processed"),
     }
@@ -213,7 +193,7 @@ def stage_outputs(outputs: SparkOutputs, source_frame: Any, timestamp: str,
         done = write_routed(routed, specs, settings=settings, token=token, tasks=tasks)
     except Exception as exc:   # a user function failing in the walker, KEY_STATE_LIMIT...
         reraise(exc)
-    return _figures(done, schemas, bool(late_by), retracting)
+    return _figures(done, bool(late_by), retracting)
 
 
 def is_small_run(rows: int | None) -> bool:
@@ -251,10 +231,9 @@ def small_run(spark: Any, rows: int | None) -> Any:
     return scoped_conf(spark, settings)
 
 
-def _figures(done: RoutedWrite, schemas: dict[str, Any], histogram: bool,
-             retracting: bool) -> StagedOutputs:
-    out = StagedOutputs(frames=dict(done.frames), state_schema=schemas["state"],
-                        firings_schema=schemas["firings"])
+def _figures(done: RoutedWrite, histogram: bool, retracting: bool) -> StagedOutputs:
+    out = StagedOutputs(frames=dict(done.frames), state_schema=done.schemas["state"],
+                        firings_schema=done.schemas["firings"])
     out.processed = done.total("stats")
     out.late = done.rows("late")
     for (origin, path, error), (n, rows) in sorted(done.counts.get("rejects", {}).items(),
