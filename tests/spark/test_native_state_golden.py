@@ -52,6 +52,10 @@ def test_format_v1_state_restores_and_continues_like_the_reference(spark):
                                  state=state, clock=clock)
     from pyspark.sql import functions as F
 
+    # the state columns named on the client are the state struct's fields, in order
+    state_fields = run.windows.schema["__wl_state"].dataType.names
+    assert run.state_columns == tuple(state_fields) and "__wl_last_timing" in state_fields
+
     rows = (run.outputs("golden").frame("firings")
             .withColumn("window_start", F.unix_millis("window_start")).collect())
     got = sorted((r["key"], r["window_start"], r["pane_index"], r["timing"], r["retract"],

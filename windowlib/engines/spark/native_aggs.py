@@ -92,6 +92,31 @@ class CompiledAggregate:
             return {"d": F.collect_set(v)}
         raise AssertionError(kind)
 
+    def accumulator_types(self) -> dict[str, Any] | None:
+        """Spark's types of ``accumulators``' columns, known on the client for ``count``,
+        ``sum``, ``min``, ``max`` and ``mean`` over integral, floating-point and other atomic
+        inputs; ``None`` otherwise (the caller asks Spark: over Spark Connect a round trip
+        that analyses the whole plan). ``tests/spark/test_native_aggs_types.py`` checks each
+        against Spark's analysis."""
+        from pyspark.sql import types as T
+
+        integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+        floating = (T.FloatType, T.DoubleType)
+        ordered = (*integral, *floating, T.StringType, T.BooleanType, T.DateType,
+                   T.TimestampType, T.TimestampNTZType)
+        kind, dtype = self.kind, self.input_type
+        if kind == "count":
+            return {"n": T.LongType()}
+        total = (T.LongType() if isinstance(dtype, integral)
+                 else T.DoubleType() if isinstance(dtype, floating) else None)
+        if kind == "sum":
+            return None if total is None else {"s": total}
+        if kind == "mean":
+            return None if total is None else {"s": total, "n": T.LongType()}
+        if kind in ("min", "max") and isinstance(dtype, ordered):
+            return {"m": dtype}
+        return None
+
     def element(self, values: dict[str, Any], ts: Any, order: Any) -> dict[str, Any]:
         """The accumulator of ONE element (equal to ``accumulators`` over a one-row group):
         ``values`` maps input column names to the element's values, ``order`` is its

@@ -181,6 +181,22 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
         element_columns=tuple(inputs.user_columns))
 
 
+def accumulator_types(parts: Parts, main: Any, run_accs: list[dict], prefix: str
+                      ) -> dict[str, Any]:
+    """The Spark types of the accumulators (by ``acc_column`` name) that
+    ``parts.accumulators(prefix)`` built into ``main`` (``run_accs``: their names per
+    aggregate); nullable throughout (the saved state comes back from Parquet with nullable
+    elements). From the aggregates' typing rules (``CompiledAggregate.accumulator_types``)
+    when all know them; else from ``main``'s schema, which over Spark Connect is a server
+    round trip analysing the whole plan (about 0.5 s of a small run)."""
+    local = [c.accumulator_types() for c in parts.compiled]
+    if all(types is not None for types in local):
+        return {acc_column(i, name): nullable(dtype)
+                for i, types in enumerate(local) for name, dtype in types.items()}
+    return {acc_column(i, name): nullable(main.schema[f"{prefix}{i}_{name}"].dataType)
+            for i, acc in enumerate(run_accs) for name in acc}
+
+
 def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int | None
              ) -> tuple[Any, tuple[str, ...]]:
     """The window rows (``NativeIncrementalRun.windows``); ``every``: the early count
@@ -196,9 +212,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
     agg_exprs, run_accs = parts.accumulators("__wl_a", mask=on)
     main = kept.groupBy(*parts.group).agg(F.count(F.when(on, F.lit(1))).alias(ON_N),
                                           *agg_exprs).withColumn(IN_M, F.lit(True))
-    # nullable throughout: the saved state comes back from Parquet with nullable elements
-    acc_types = {acc_column(i, name): nullable(main.schema[f"__wl_a{i}_{name}"].dataType)
-                 for i, acc in enumerate(run_accs) for name in acc}
+    acc_types = accumulator_types(parts, main, run_accs, "__wl_a")
     result_types = {c.name: c.dtype for c in compiled}
     saved = saved_windows(state, parts, key_cols, acc_types, result_types, df)
     # shuffled hash join (the saved windows build the table): a sort-merge join would sort both
@@ -301,32 +315,33 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
     # state values: the window after this run
     any_late = k0 > F.lit(0)
     after = (combined(totals, late_all) if parts.accumulating else None)
-    state_cols = [*[user_col(c) for c in key_cols], F.col(WS).alias(S_WS),
-                  on_total.cast("long").alias(S_ON_N), (fired_s | F.col(DECIDED)).alias(S_FIRED),
-                  (panes_s + ot01 + k0).alias(S_PANES)]
+    # (name, value) of the state struct's fields: the names are known here, so only the
+    # early branch (which needs the struct's type) asks Spark for the schema
+    state_cols = [*[(c, user_col(c)) for c in key_cols], (S_WS, F.col(WS)),
+                  (S_ON_N, on_total.cast("long")), (S_FIRED, fired_s | F.col(DECIDED)),
+                  (S_PANES, panes_s + ot01 + k0)]
     for i, (t, since) in enumerate(zip(totals, since_last)):
         for name in t:
             if parts.accumulating:
                 value = F.when(any_late, after[i][name]).otherwise(t[name])
             else:     # every firing purges the pane
                 value = F.when(ot | any_late, F.lit(None)).otherwise(since[name])
-            state_cols.append(value.cast(acc_types[acc_column(i, name)])
-                              .alias(acc_column(i, name)))
+            state_cols.append((acc_column(i, name), value.cast(acc_types[acc_column(i, name)])))
     if parts.retracting:
-        state_cols.append(F.when(any_late, F.lit("LATE")).when(ot, F.lit("ON_TIME"))
-                          .otherwise(F.col(S_LAST_TIMING)).alias(S_LAST_TIMING))
+        state_cols.append((S_LAST_TIMING, F.when(any_late, F.lit("LATE"))
+                           .when(ot, F.lit("ON_TIME")).otherwise(F.col(S_LAST_TIMING))))
         for c, last_after, on_r in zip(compiled, results(after), on_results):
-            state_cols.append(F.when(any_late, last_after).when(ot, on_r)
-                              .otherwise(F.col(last_column(c.name))).cast(c.dtype)
-                              .alias(last_column(c.name)))
-    state_cols.append(F.lit(NATIVE_STATE_FORMAT).alias(S_FORMAT))
+            state_cols.append((last_column(c.name), F.when(any_late, last_after)
+                               .when(ot, on_r).otherwise(F.col(last_column(c.name)))
+                               .cast(c.dtype)))
+    state_cols.append((S_FORMAT, F.lit(NATIVE_STATE_FORMAT)))
 
     out = rows.select(fires.alias(FIRES), keeps.alias(KEEPS),
                       F.when(fires, F.struct(*firing)).alias(FIRING),
-                      F.when(keeps, F.struct(*state_cols)).alias(STATE)).filter(
-        F.col(FIRES) | F.col(KEEPS))
-    state_type = out.schema[STATE].dataType
+                      F.when(keeps, F.struct(*[v.alias(n) for n, v in state_cols])).alias(STATE)
+                      ).filter(F.col(FIRES) | F.col(KEEPS))
     if early is not None:
+        state_type = out.schema[STATE].dataType
         values = parts.element_values(early.pane, F.lit("EARLY"), F.lit(False), early.results,
                                       rorder=1)
         early_entry = dict(zip(parts.entry_names(), values))
@@ -334,7 +349,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
             F.lit(True).alias(FIRES), F.lit(False).alias(KEEPS),
             F.struct(*_firing(parts, key_cols, early_entry)).alias(FIRING),
             F.lit(None).cast(state_type).alias(STATE)))
-    return out, tuple(state_type.names)
+    return out, tuple(n for n, _ in state_cols)
 
 
 def _firing(parts: Parts, key_cols: list[str], entry: dict[str, Any]) -> list:
