@@ -111,10 +111,12 @@ def output_schemas(schema: Any, outputs: Mapping[str, OutputSpec]) -> dict[str, 
     from pyspark.sql.types import StructField, StructType
 
     fields = {f.name: f for f in schema.fields}
-    return {name: StructType([StructField(c, fields[routed_name(name, c)].dataType,
-                                          spec.nullable or fields[routed_name(name, c)].nullable)
-                              for c in spec.columns])
-            for name, spec in outputs.items()}
+    out = {}
+    for name, spec in outputs.items():
+        routed = [(c, fields[routed_name(name, c)]) for c in spec.columns]
+        out[name] = StructType([StructField(c, f.dataType, spec.nullable or f.nullable)
+                                for c, f in routed])
+    return out
 
 
 def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,

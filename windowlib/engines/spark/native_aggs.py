@@ -100,20 +100,17 @@ class CompiledAggregate:
         against Spark's analysis."""
         from pyspark.sql import types as T
 
-        integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-        floating = (T.FloatType, T.DoubleType)
-        ordered = (*integral, *floating, T.StringType, T.BooleanType, T.DateType,
-                   T.TimestampType, T.TimestampNTZType)
+        from windowlib.engines.spark.result_types import is_atomic, sum_type
+
         kind, dtype = self.kind, self.input_type
         if kind == "count":
             return {"n": T.LongType()}
-        total = (T.LongType() if isinstance(dtype, integral)
-                 else T.DoubleType() if isinstance(dtype, floating) else None)
+        total = sum_type(dtype)
         if kind == "sum":
             return None if total is None else {"s": total}
         if kind == "mean":
             return None if total is None else {"s": total, "n": T.LongType()}
-        if kind in ("min", "max") and isinstance(dtype, ordered):
+        if kind in ("min", "max") and is_atomic(dtype):
             return {"m": dtype}
         return None
 

@@ -35,13 +35,32 @@ def spark_type(dtype: Any) -> Any:
                          for f in dtype.fields])
 
 
+def is_atomic(dtype: Any) -> bool:
+    """Whether ``dtype`` is a numeric (not decimal), string, boolean, date or timestamp type:
+    the inputs of ``min``/``max``/``first``/``last``/``collect_list`` typed here."""
+    from pyspark.sql import types as T
+
+    return isinstance(dtype, T.ByteType | T.ShortType | T.IntegerType | T.LongType
+                      | T.FloatType | T.DoubleType | T.StringType | T.BooleanType
+                      | T.TimestampType | T.TimestampNTZType | T.DateType)
+
+
+def sum_type(dtype: Any) -> Any:
+    """Spark's type of ``sum`` over a column of ``dtype``: long for integral, double for
+    floating-point input; ``None`` for any other (not typed here)."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.ByteType | T.ShortType | T.IntegerType | T.LongType):
+        return T.LongType()
+    if isinstance(dtype, T.FloatType | T.DoubleType):
+        return T.DoubleType()
+    return None
+
+
 def _declarative_type(agg: Any, input_types: Mapping[str, Any]) -> Any:
     """Spark type of one declarative aggregate's result, or None when not safely typable."""
     from pyspark.sql import types as T
 
-    integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-    atomic = (*integral, T.FloatType, T.DoubleType, T.StringType, T.BooleanType,
-              T.TimestampType, T.TimestampNTZType, T.DateType)
     kind = agg.kind
     if kind in ("count", "approx_count_distinct"):
         return T.LongType()
@@ -49,15 +68,10 @@ def _declarative_type(agg: Any, input_types: Mapping[str, Any]) -> Any:
     if dtype is None:
         return None
     if kind == "sum":
-        if isinstance(dtype, integral):
-            return T.LongType()
-        if isinstance(dtype, T.FloatType | T.DoubleType):
-            return T.DoubleType()
-        return None
+        return sum_type(dtype)
     if kind == "mean":
-        return T.DoubleType() if isinstance(dtype, (*integral, T.FloatType, T.DoubleType)) \
-            else None
-    if not isinstance(dtype, atomic):
+        return T.DoubleType() if sum_type(dtype) is not None else None
+    if not is_atomic(dtype):
         return None
     if isinstance(dtype, T.TimestampNTZType):
         dtype = T.TimestampType()
