@@ -12,8 +12,12 @@ small data, where C2's compile threads cost more CPU than its code saves. Measur
 (before -> after, one process): ``test_crash_safety`` 230 s -> 114 s (its process tree's CPU
 129 s -> 74 s), ``test_native_path`` 158 s -> 107 s, ``test_connect`` (one server for 120
 tests) 191 s -> 157 s, ``test_services_e2e`` CPU 334 s -> 256 s (its wall time is mostly
-waiting on the services). ``-XX:+UseSerialGC`` on top saved nothing measurable. Production
-code sets no JVM option; ``SPARK_SUBMIT_OPTS`` is a test-environment choice only.
+waiting on the services). ``-XX:+UseSerialGC`` on top saved nothing measurable. A C1-only JVM
+reserves a 48 MB code cache where a tiered one reserves 240 MB; the suite's long-lived JVM,
+which keeps windowlib's 400 generated classes (``session.LOCAL_CONF``), once ran out of it
+("Out of space in CodeCache for adapters", with 1000 kept), so test JVMs reserve the
+production size (``-XX:ReservedCodeCacheSize=240m``). Production code sets no JVM option;
+``SPARK_SUBMIT_OPTS`` is a test-environment choice only.
 Test modules whose functions run inside Spark tasks register themselves with
 ``cloudpickle.register_pickle_by_value`` (workers cannot import modules from ``tests/``):
 ``ship_by_value``. ``spark_examples`` sizes the Hypothesis properties that run Spark.
@@ -31,7 +35,7 @@ _PY = sys.executable
 for _name, _value in (("PYSPARK_PYTHON", _PY), ("PYSPARK_DRIVER_PYTHON", _PY),
                       ("SPARK_LOCAL_IP", "127.0.0.1")):
     os.environ.setdefault(_name, _value)
-TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1"
+TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 if TEST_JVM_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
         filter(None, (os.environ.get("SPARK_SUBMIT_OPTS"), TEST_JVM_OPTS)))

@@ -254,8 +254,12 @@ print(json.dumps({"ids": d.task_ids, "types": [c.__name__ for c in type(run).__m
     assert info["conn"] == "spark_local"
     assert info["app"] == str(REPO / "jobs" / "run_pipeline.py")
     assert info["args"][:2] == ["--pipeline", "clickstream_demo"] and "--first" in info["args"]
-    assert info["conf"]["spark.sql.session.timeZone"] == "UTC"
-    assert info["conf"]["spark.python.sql.dataFrameDebugging.enabled"] == "false"
+    # the settings of the sessions windowlib creates, which spark-submit's own session lacks
+    from windowlib.engines.spark.session import LOCAL_CONF
+
+    for key in ("spark.sql.session.timeZone", "spark.python.sql.dataFrameDebugging.enabled",
+                "spark.sql.codegen.cache.maxEntries"):
+        assert info["conf"][key] == LOCAL_CONF[key], key
 
 
 def test_spark_remote_is_spark_remote_else_the_spark_connect_connection(monkeypatch):

@@ -60,6 +60,13 @@ LOCAL_CONF: dict[str, str] = {
     # incremental run, the walkers' output, the sessions' marked rows): compressing their
     # columns costs more than it saves (1M marked session rows: 3.35 s -> 2.41 s uncompressed)
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    # Spark caches compiled classes by their source text (a native run's plan generates the
+    # same code from run to run: native_parts), but an hourly run with early firings uses
+    # ~100 classes, and Spark's cache of 100 is four LRU segments of 25: when a run's classes
+    # put more than 25 into one segment, that segment misses every one of them on every run
+    # (a CI run recompiled 28 classes per warm run; with 60 entries, 43). Static: takes effect
+    # when the session is created; test JVMs reserve a production-sized code cache for it.
+    "spark.sql.codegen.cache.maxEntries": "400",
 }
 
 _REMOTE_SESSIONS: dict[str, Any] = {}
