@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,28 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from infra.ports import HOST as _HOST
+from infra.ports import free_port
 from windowlib.core.errors import StateError
 
-__all__ = ["LocalSeaweed", "find_weed", "free_port", "is_port_free"]
-
-_HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind((_HOST, 0))
-        return s.getsockname()[1]
-
-
-def is_port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((_HOST, port))
-        except OSError:
-            return False
-    return True
-
+__all__ = ["LocalSeaweed", "find_weed"]
 
 def find_weed() -> str:
     """Path of the ``weed`` binary (next to this Python, else on PATH)."""

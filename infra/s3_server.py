@@ -16,7 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from infra.local_s3 import LocalSeaweed, is_port_free  # noqa: E402
+from infra.local_s3 import LocalSeaweed  # noqa: E402
+from infra.ports import is_port_free  # noqa: E402
 from windowlib.core.errors import WindowlibError  # noqa: E402
 
 

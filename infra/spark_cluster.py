@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from infra.logs import log_tail
-from infra.spark_connect import HOST, free_port, spark_home
+from infra.ports import HOST, free_port
+from infra.spark_connect import spark_home
 from windowlib.core.errors import ExecutionError, InputError
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

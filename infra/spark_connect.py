@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from infra.logs import log_tail
+from infra.ports import HOST, free_port
 from windowlib.core.errors import ExecutionError, InputError
 from windowlib.engines.spark.session import LOCAL_CONF
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-HOST = "127.0.0.1"
 
 # windowlib's local session settings (their one owner, with the reasons: engines/spark/
 # session.py), on loopback, with the server's own shuffle partition count
@@ -64,13 +64,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def free_port(host: str = HOST) -> int:
-    """A TCP port that is free on ``host`` right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def server_command(port: int, master: str = "local[2]",

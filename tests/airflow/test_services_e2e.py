@@ -33,7 +33,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sys
 import time
 import urllib.error
@@ -51,12 +50,6 @@ HISTORY_DAG = "windowlib_clickstream_history"  # see wl_single_registry: backfil
 # the flags NOTES.md found to work on these machines (the user-data dir is fresh per test)
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 TRANSIENT = (500, 502, 503, 504)
@@ -121,6 +114,7 @@ def _wait_run(services, token, dag_id: str, run_id: str | None, timeout: float) 
 def services(tmp_path_factory):
     """Airflow services over a two-hour synthetic lake; catch-up covers [00:00, 01:00) only."""
     from infra import airflow_services
+    from infra.ports import free_port
     from jobs.synthetic import DATA_PATH, write_synthetic
 
     base = tmp_path_factory.mktemp("airflow-services")
@@ -136,7 +130,7 @@ def services(tmp_path_factory):
              "WINDOWLIB_DEADLINE_ALERTS": "on",
              "WINDOWLIB_NOTIFIER": "wl_notifier:record",
              "WL_NOTIFIER_FILE": str(base / "alerts.jsonl")}
-    running = airflow_services.start(base / "home", _free_port(), lake.as_uri(),
+    running = airflow_services.start(base / "home", free_port(), lake.as_uri(),
                                      timeout=900, extra_env=extra)
     try:
         yield running

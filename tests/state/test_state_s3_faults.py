@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from state_faulty_proxy import FaultyProxy
 
-from infra.local_s3 import free_port
+from infra.ports import free_port
 from windowlib.core.errors import StateError
 from windowlib.state.s3store import S3Store
 
