@@ -30,6 +30,7 @@ from windowlib.core.errors import StateError
 
 __all__ = ["LocalSeaweed", "find_weed"]
 
+
 def find_weed() -> str:
     """Path of the ``weed`` binary (next to this Python, else on PATH)."""
     here = Path(sys.executable).parent / "weed"
