@@ -26,3 +26,10 @@ def is_port_free(port: int, host: str = HOST) -> bool:
         except OSError:
             return False
     return True
+
+
+def accepts_connections(port: int, host: str = HOST, timeout_s: float = 1.0) -> bool:
+    """Whether a server listens on ``host:port`` (a TCP connect within ``timeout_s``)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout_s)
+        return s.connect_ex((host, port)) == 0

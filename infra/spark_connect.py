@@ -26,7 +26,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.logs import log_tail
-from infra.ports import HOST, free_port
+from infra.ports import HOST, accepts_connections, free_port
 from windowlib.core.errors import ExecutionError, InputError
 from windowlib.engines.spark.session import LOCAL_CONF
 
@@ -133,12 +132,6 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)   # the server runs in its own session: pgid == pid
 
 
-def _accepts(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(1.0)
-        return s.connect_ex((HOST, port)) == 0
-
-
 def start_connect_server(port: int | None = None, *, master: str = "local[2]",
                          conf: dict[str, str] | None = None, python: str | None = None,
                          timeout_s: float = 180.0, keep_logs: bool = False) -> ConnectServer:
@@ -172,7 +165,7 @@ def start_connect_server(port: int | None = None, *, master: str = "local[2]",
             server.stop()
             raise ExecutionError(f"the Spark Connect server exited with code "
                                  f"{process.returncode}:\n{tail}", code="CONNECT_SERVER_FAILED")
-        if _accepts(port):
+        if accepts_connections(port):
             return server
         if time.monotonic() > deadline:
             tail = log_tail(server.log_path)

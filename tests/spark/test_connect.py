@@ -13,7 +13,6 @@ they equal the reference engine. The fixture's teardown checks that ``stop()`` e
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,15 +31,10 @@ THREADS = 4
 ship_by_value(sys.modules[__name__])   # the canned functions defined here
 
 
-def _port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1.0)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 @pytest.fixture(scope="module")
 def connect():
     """A local Connect server; ``SPARK_REMOTE`` points at it while the module runs."""
+    from infra.ports import accepts_connections
     from infra.spark_connect import start_connect_server
     from windowlib.engines.spark.session import get_or_create_session, stop_remote_sessions
 
@@ -57,7 +51,8 @@ def connect():
             os.environ["SPARK_REMOTE"] = saved
         server.stop()
         assert not server.running(), "stop() must end the server process"
-        assert not _port_open(server.port), "the server's port must be closed after stop()"
+        assert not accepts_connections(server.port), \
+            "the server's port must be closed after stop()"
 
 
 def test_the_session_is_a_connect_session_on_loopback_with_utc(connect):
