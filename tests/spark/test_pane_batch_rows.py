@@ -11,7 +11,7 @@ import pytest
 from spark_session import firings_on_paths, ship_by_value
 
 import windowlib as wl
-from windowlib.engines.spark import pane_batches, run_dataframe
+from windowlib.engines.spark import pane_batches, pane_schedule, run_dataframe
 from windowlib.engines.spark import panes as panes_module
 from windowlib.engines.spark.pane_walker import PaneWalker
 from windowlib.engines.spark.session import scoped_conf
@@ -118,6 +118,8 @@ def test_the_pane_walker_lets_go_of_input_batches_no_pane_holds(spark, monkeypat
         most.append(len(walker.retained))
 
     monkeypatch.setattr(PaneWalker, "_retain", counting)
+    # the per-element walk (the NumPy one, pane_schedule.py, holds a chunk of key runs)
+    monkeypatch.setattr(pane_schedule, "eligible", lambda walker: False)
     # queued firings hold their rows until process_panes runs: run it every 16 elements
     monkeypatch.setattr(pane_batches, "BATCH_ROWS", 16)
     out = list(walk(iter(batches)))       # the walker in this process, over the same rows

@@ -18,17 +18,19 @@ import numpy as np
 from windowlib.core.batch import META_COLUMNS, PANE_ID
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import function_name
-from windowlib.core.time import finite_ms
+from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.engines.batch_tables import arrow_panes_table, elements_table
 from windowlib.engines.spark.columns import KIND, PHASE, SUB, B, N
 
-__all__ = ["BATCH_ROWS", "QUEUED", "BatchQueue", "batch_firings", "run_batch"]
+__all__ = ["BATCH_ROWS", "KEY_ARRAYS", "QUEUED", "BatchQueue", "batch_firings", "process_queued",
+           "run_batch"]
 
 BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)
 
 # a queued firing (``BatchQueue._defer``): its window (``None`` for count windows), pane,
 # clocks and position when it fired, its key (as read and as the function's argument) and its
 # elements (row numbers with ``arrow_elements``, else ``TimestampedValue``s)
+KEY_ARRAYS = "key_arrays"     # optional: the key columns per firing, as Arrow arrays
 QUEUED = ("window_start", "window_end", "pane_index", "timing", "is_final", "watermark",
           "processing_time", B, PHASE, SUB, "out_key", "key_arg", "elements")
 
@@ -83,9 +85,7 @@ class BatchQueue:
 def run_batch(walker: Any, panes: list[tuple]) -> Any:
     """One ``process_panes`` call over the ``panes`` the pane ``walker`` queued (``QUEUED``
     tuples): their elements as one Arrow table (``core/batch.py``'s columns), the result as
-    tagged firing rows. A failing call is ``FUNCTION_FAILED`` naming the batch's first key
-    and window."""
-    fn = walker.runner.spec.fn
+    tagged firing rows (``process_queued``)."""
     queued = dict(zip(QUEUED, zip(*panes)))
     elements = queued["elements"]
     lengths = [len(e) for e in elements]
@@ -96,26 +96,39 @@ def run_batch(walker: Any, panes: list[tuple]) -> Any:
         element_table = elements_table(
             [e.value for e in chain.from_iterable(elements)],
             [walker.naive_schema.field(c) for c in walker.config.user_columns])
-    per_pane = {PANE_ID: range(len(panes)), **{c: queued[c] for c in META_COLUMNS[1:]}}
+    return process_queued(walker, queued, lengths, element_table)
+
+
+def process_queued(walker: Any, queued: dict[str, Any], lengths: Any,
+                   element_table: Any) -> Any:
+    """``process_panes`` over queued firings (``queued``: ``QUEUED``'s columns but
+    ``elements``, one value per firing), the ``lengths`` of their panes and their elements
+    one pane after another (``element_table``); the result as tagged firing rows
+    (``batch_firings``). A failing call is ``FUNCTION_FAILED`` naming the first pane's key and
+    window."""
+    fn = walker.runner.spec.fn
+    n = len(queued["pane_index"])
+    per_pane = {PANE_ID: range(n), **{c: queued[c] for c in META_COLUMNS[1:]}}
     table = arrow_panes_table(per_pane, lengths, element_table)
     try:
         output = fn.process_panes(table)
     except WindowlibError:
         raise
     except Exception as exc:
-        first = dict(zip(QUEUED, panes[0]))
-        window = "the global window" if first["window_start"] is None else \
-            f"window [{first['window_start']}, {first['window_end']})"
+        start, end = queued["window_start"][0], queued["window_end"][0]
+        window = "the global window" if start is None else f"window [{start}, {end})"
         raise ExecutionError(
-            f"{function_name(fn)}.process_panes failed for a batch of {len(panes)} panes "
-            f"(the first: key {first['key_arg']!r}, {window}): "
+            f"{function_name(fn)}.process_panes failed for a batch of {n} panes "
+            f"(the first: key {queued['key_arg'][0]!r}, {window}): "
             f"{type(exc).__name__}: {exc}", code="FUNCTION_FAILED") from exc
     return batch_firings(walker, queued, output)
 
 
 def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
     """The tagged firing rows (one ``RecordBatch``) of ``process_panes``' ``output`` for the
-    firings the pane ``walker`` queued (``queued``: ``QUEUED``'s columns), in pane order."""
+    firings the pane ``walker`` queued (``queued``: ``QUEUED``'s columns, sequences or NumPy
+    arrays; with ``KEY_ARRAYS`` the key columns as Arrow arrays instead of ``out_key``), in
+    pane order."""
     pa = walker.pa
     import pyarrow.compute as pc
 
@@ -147,10 +160,15 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
     table, ids = table.take(order), ids.take(order).combine_chunks()
     m = len(table)
     meta = {name: queued[name] for name in QUEUED[:10]}
-    meta["watermark"] = [finite_ms(t) for t in meta["watermark"]]
-    meta["processing_time"] = [finite_ms(t) for t in meta["processing_time"]]
-    for column, values in zip(walker.key_columns, zip(*queued["out_key"])):
-        meta[column] = values
+    clocks = {}         # without a finite value (-inf, +inf): null, as ``finite_ms`` says
+    for name in ("watermark", "processing_time"):
+        values = np.asarray(meta.pop(name), dtype=np.int64)
+        clocks[name] = (values, (values == MIN_TS) | (values == MAX_TS))
+    keys = queued.get(KEY_ARRAYS)
+    if keys is None:
+        keys = {}
+        for column, values in zip(walker.key_columns, zip(*queued["out_key"])):
+            meta[column] = values
     arrays = []
     for field in walker.arrow_schema:
         name = field.name
@@ -158,6 +176,11 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
             arrays.append(pa.array(["firing"] * m, type=field.type))
         elif name == N:
             arrays.append(pa.array(range(walker.n + 1, walker.n + m + 1), type=field.type))
+        elif name in keys:
+            arrays.append(keys[name].take(ids))
+        elif name in clocks:
+            values, unknown = clocks[name]
+            arrays.append(pa.array(values, type=field.type, mask=unknown).take(ids))
         elif name in meta:
             arrays.append(pa.array(meta[name], type=field.type).take(ids))
         elif name in walker.result_names and name in table.column_names:

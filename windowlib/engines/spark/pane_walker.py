@@ -50,7 +50,9 @@ per window, ``global_state`` per key), its rows written as the general path's ta
 (``walker.Walker.emit_result``: ``firing_row``'s columns without building the row). A
 ``BatchWindowFunction``'s firings queue up instead, and ``process_panes`` runs once per
 ``BATCH_ROWS`` queued elements (``pane_batches.BatchQueue``); without an evictor its panes hold
-input row numbers and their elements never become Python values (``pane_records.py``).
+input row numbers and their elements never become Python values (``pane_records.py``) —
+and over the end-of-window trigger with count early and late firings ``pane_schedule.py``
+computes the same firings with NumPy instead of this walk.
 **Memory**: a key's live windows and buffered elements, plus the queued batch (and, for
 row numbers, the input batches they point into); above ``max_key_state`` entries a key fails
 with ``KEY_STATE_LIMIT``.
@@ -71,6 +73,7 @@ from windowlib.core.pane import Timing, pane_info
 from windowlib.core.runner import FunctionRunner, function_failed, trigger_failed
 from windowlib.core.time import MAX_TS
 from windowlib.core.windows import GLOBAL_WINDOW, TimeWindow
+from windowlib.engines.spark import pane_schedule
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.columns import (
     PHASE_ELEMENTS,
@@ -78,13 +81,13 @@ from windowlib.engines.spark.columns import (
     PHASE_TIMERS_WM,
     SUB,
 )
+from windowlib.engines.spark.native_parts import WS
 from windowlib.engines.spark.pane_batches import BatchQueue
 from windowlib.engines.spark.pane_records import PaneWalkBase, PaneWindow
 from windowlib.engines.spark.pane_timers import TriggerTimers
 from windowlib.engines.spark.walk_values import key_state_limit
 from windowlib.engines.spark.walker import WalkConfig
 
-WS = "__wl_ws"   # the window's start (ms), one row per (element, window)
 _EARLY, _ON_TIME, _LATE = Timing.EARLY, Timing.ON_TIME, Timing.LATE
 
 
@@ -378,10 +381,18 @@ class PaneWalker(TriggerTimers, BatchQueue, PaneWalkBase):
 
     # --- the partition loop -----------------------------------------------------------------
     def run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        if pane_schedule.eligible(self):      # the firings computed with NumPy
+            yield from pane_schedule.walk(self, batches)
+        else:
+            yield from self.walk_each(batches)
+        yield self.flush()
+
+    def walk_each(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """The output of ``batches`` (complete key runs) walked per element, but ``flush``."""
         yield from self.walk_rows(batches, (WS, SUB, TS))
         self._run_batch()
         yield from self.ready
-        yield self.flush()
+        self.ready = []
 
     def _row(self, row: dict | None, i: int, b: int, cols: list, raw_cols: list,
              extra: list) -> None:
