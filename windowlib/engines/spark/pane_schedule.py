@@ -42,6 +42,7 @@ import numpy as np
 
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.engines.spark.columns import (
+    PHASE,
     PHASE_ELEMENTS,
     PHASE_FINISH,
     PHASE_TIMERS_WM,
@@ -49,7 +50,7 @@ from windowlib.engines.spark.columns import (
     B,
 )
 from windowlib.engines.spark.native_parts import WS
-from windowlib.engines.spark.pane_batches import BATCH_ROWS, KEY_ARRAYS, QUEUED, process_queued
+from windowlib.engines.spark.pane_batches import BATCH_ROWS, KEY_ARRAYS, process_queued
 from windowlib.engines.spark.walk_values import py_values
 
 __all__ = ["CHUNK_ROWS", "GATHER_ROWS", "eligible", "walk"]
@@ -250,10 +251,11 @@ def _call(walker: Any, firings: dict, lengths: np.ndarray, elements: Any, out_ke
     offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     rows = firings["order"][np.repeat(firings["first"], lengths) + offsets]
     ws, kind, run = firings["ws"], firings["kind"], firings["run"]
-    queued = dict(zip(QUEUED[:10], (
-        ws, ws + walker.size, firings["index"], _TIMINGS[kind],
-        (kind == _ON_TIME) & (walker.lateness == 0), firings["watermark"],
-        firings["processing"], firings["b"], firings["phase"], firings["sub"])))
-    queued[KEY_ARRAYS] = {c: a.take(run) for c, a in key_arrays.items()}
-    queued["key_arg"] = [walker.logic.key_argument(out_keys[int(run[0])])]
+    queued = {      # QUEUED's columns by name (``out_key``: ``KEY_ARRAYS``; ``elements``: below)
+        "window_start": ws, "window_end": ws + walker.size, "pane_index": firings["index"],
+        "timing": _TIMINGS[kind], "is_final": (kind == _ON_TIME) & (walker.lateness == 0),
+        "watermark": firings["watermark"], "processing_time": firings["processing"],
+        B: firings["b"], PHASE: firings["phase"], SUB: firings["sub"],
+        KEY_ARRAYS: {c: a.take(run) for c, a in key_arrays.items()},
+        "key_arg": [walker.logic.key_argument(out_keys[int(run[0])])]}
     return process_queued(walker, queued, lengths, elements.take(rows))
