@@ -16,6 +16,7 @@ from windowlib.core.errors import DefinitionError, InputError
 
 MIN_TS: int = -(2**63)
 MAX_TS: int = 2**63 - 1
+NOT_FINITE = (MIN_TS, MAX_TS)     # clock values with no finite value: -inf and +inf
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 # The event times windowlib accepts, [0002-01-01, 9999-01-01) UTC: a year inside the range a
@@ -36,7 +37,7 @@ def event_time_in_range(ts_ms: int) -> bool:
 def finite_ms(t: int | None) -> int | None:
     """A clock value as user code and records see it: the ms, or ``None`` when it has no
     finite value (``MIN_TS``: not known yet; ``MAX_TS``: after the end of input)."""
-    return None if t is None or t in (MIN_TS, MAX_TS) else t
+    return None if t is None or t in NOT_FINITE else t
 
 
 _UNIT_MS = {

@@ -18,19 +18,19 @@ import numpy as np
 from windowlib.core.batch import META_COLUMNS, PANE_ID
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import function_name
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.time import NOT_FINITE
 from windowlib.engines.batch_tables import arrow_panes_table, elements_table
 from windowlib.engines.spark.columns import KIND, PHASE, SUB, B, N
 
-__all__ = ["BATCH_ROWS", "KEY_ARRAYS", "QUEUED", "BatchQueue", "batch_firings", "process_queued",
-           "run_batch"]
+__all__ = ["BATCH_ROWS", "KEY_ARRAYS", "QUEUED", "BatchQueue", "batch_firings", "key_arrays",
+           "process_queued", "run_batch"]
 
 BATCH_ROWS = 65_536   # elements per process_panes call (bounded memory per batch)
 
 # a queued firing (``BatchQueue._defer``): its window (``None`` for count windows), pane,
 # clocks and position when it fired, its key (as read and as the function's argument) and its
 # elements (row numbers with ``arrow_elements``, else ``TimestampedValue``s)
-KEY_ARRAYS = "key_arrays"     # optional: the key columns per firing, as Arrow arrays
+KEY_ARRAYS = "key_arrays"     # the key columns per firing as Arrow arrays (``key_arrays``)
 QUEUED = ("window_start", "window_end", "pane_index", "timing", "is_final", "watermark",
           "processing_time", B, PHASE, SUB, "out_key", "key_arg", "elements")
 
@@ -96,16 +96,25 @@ def run_batch(walker: Any, panes: list[tuple]) -> Any:
         element_table = elements_table(
             [e.value for e in chain.from_iterable(elements)],
             [walker.naive_schema.field(c) for c in walker.config.user_columns])
+    queued[KEY_ARRAYS] = key_arrays(walker, list(zip(*queued["out_key"])))
     return process_queued(walker, queued, lengths, element_table)
+
+
+def key_arrays(walker: Any, key_values: list) -> dict[str, Any]:
+    """The key columns (``key_values``: one sequence of Python values per key column) as the
+    tagged output's Arrow arrays."""
+    schema = walker.arrow_schema
+    return {c: walker.pa.array(values, type=schema.field(c).type)
+            for c, values in zip(walker.key_columns, key_values)}
 
 
 def process_queued(walker: Any, queued: dict[str, Any], lengths: Any,
                    element_table: Any) -> Any:
-    """``process_panes`` over queued firings (``queued``: ``QUEUED``'s columns but
-    ``elements``, one value per firing), the ``lengths`` of their panes and their elements
-    one pane after another (``element_table``); the result as tagged firing rows
-    (``batch_firings``). A failing call is ``FUNCTION_FAILED`` naming the first pane's key and
-    window."""
+    """``process_panes`` over queued firings (``queued``: ``QUEUED``'s columns but ``out_key``
+    and ``elements``, one value per firing, and ``KEY_ARRAYS``), the ``lengths`` of their
+    panes and their elements one pane after another (``element_table``); the result as tagged
+    firing rows (``batch_firings``). A failing call is ``FUNCTION_FAILED`` naming the first
+    pane's key and window."""
     fn = walker.runner.spec.fn
     n = len(queued["pane_index"])
     per_pane = {PANE_ID: range(n), **{c: queued[c] for c in META_COLUMNS[1:]}}
@@ -127,8 +136,7 @@ def process_queued(walker: Any, queued: dict[str, Any], lengths: Any,
 def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
     """The tagged firing rows (one ``RecordBatch``) of ``process_panes``' ``output`` for the
     firings the pane ``walker`` queued (``queued``: ``QUEUED``'s columns, sequences or NumPy
-    arrays; with ``KEY_ARRAYS`` the key columns as Arrow arrays instead of ``out_key``), in
-    pane order."""
+    arrays, with the key columns as ``KEY_ARRAYS`` instead of ``out_key``), in pane order."""
     pa = walker.pa
     import pyarrow.compute as pc
 
@@ -160,15 +168,11 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
     table, ids = table.take(order), ids.take(order).combine_chunks()
     m = len(table)
     meta = {name: queued[name] for name in QUEUED[:10]}
-    clocks = {}         # without a finite value (-inf, +inf): null, as ``finite_ms`` says
+    clocks = {}         # without a finite value: null, as ``finite_ms`` says
     for name in ("watermark", "processing_time"):
         values = np.asarray(meta.pop(name), dtype=np.int64)
-        clocks[name] = (values, (values == MIN_TS) | (values == MAX_TS))
-    keys = queued.get(KEY_ARRAYS)
-    if keys is None:
-        keys = {}
-        for column, values in zip(walker.key_columns, zip(*queued["out_key"])):
-            meta[column] = values
+        clocks[name] = (values, np.isin(values, NOT_FINITE))
+    keys = queued[KEY_ARRAYS]
     arrays = []
     for field in walker.arrow_schema:
         name = field.name

@@ -50,7 +50,12 @@ from windowlib.engines.spark.columns import (
     B,
 )
 from windowlib.engines.spark.native_parts import WS
-from windowlib.engines.spark.pane_batches import BATCH_ROWS, KEY_ARRAYS, process_queued
+from windowlib.engines.spark.pane_batches import (
+    BATCH_ROWS,
+    KEY_ARRAYS,
+    key_arrays,
+    process_queued,
+)
 from windowlib.engines.spark.walk_values import py_values
 
 __all__ = ["CHUNK_ROWS", "GATHER_ROWS", "eligible", "walk"]
@@ -124,8 +129,6 @@ def _run_starts(table: Any, key_columns: tuple) -> np.ndarray:
 
 def _chunk(walker: Any, table: Any, starts: np.ndarray) -> Iterator[Any]:
     """The output of complete key runs (``table``, runs beginning at ``starts``)."""
-    import pyarrow as pa
-
     n = table.num_rows
     lengths = np.diff(np.append(starts, n))
     firings = None if 2 * int(lengths.max()) > walker.config.max_key_state else \
@@ -136,11 +139,8 @@ def _chunk(walker: Any, table: Any, starts: np.ndarray) -> Iterator[Any]:
     key_values = [py_values(table.column(c).take(starts).combine_chunks())
                   for c in walker.key_columns]
     out_keys = list(zip(*key_values)) if key_values else [()] * len(starts)
-    schema = walker.arrow_schema
-    key_arrays = {c: pa.array(values, type=schema.field(c).type)     # as the per-element
-                  for c, values in zip(walker.key_columns, key_values)}    # walk builds them
     elements = table.select(list(walker.config.user_columns))
-    yield from _calls(walker, firings, elements, out_keys, key_arrays)
+    yield from _calls(walker, firings, elements, out_keys, key_arrays(walker, key_values))
 
 
 def _firings(walker: Any, table: Any, run_lengths: np.ndarray) -> dict | None:
@@ -229,7 +229,7 @@ def _rank_in_window(flags: np.ndarray, first: np.ndarray, window: np.ndarray) ->
 
 
 def _calls(walker: Any, firings: dict, elements: Any, out_keys: list,
-           key_arrays: dict[str, Any]) -> Iterator[Any]:
+           keys: dict[str, Any]) -> Iterator[Any]:
     """``process_panes`` over the firings in order, a call every ``BATCH_ROWS`` elements."""
     lengths = firings["last"] - firings["first"] + 1
     cumulative = np.cumsum(lengths)
@@ -240,12 +240,12 @@ def _calls(walker: Any, firings: dict, elements: Any, out_keys: list,
         end = min(end, len(lengths))
         yield _call(walker, {k: v[begin:end] if k != "order" else v
                              for k, v in firings.items()},
-                    lengths[begin:end], elements, out_keys, key_arrays)
+                    lengths[begin:end], elements, out_keys, keys)
         begin = end
 
 
 def _call(walker: Any, firings: dict, lengths: np.ndarray, elements: Any, out_keys: list,
-          key_arrays: dict[str, Any]) -> Any:
+          keys: dict[str, Any]) -> Any:
     """One ``process_panes`` call (``pane_batches.process_queued``) over ``firings``."""
     total = int(lengths.sum())
     offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
@@ -256,6 +256,6 @@ def _call(walker: Any, firings: dict, lengths: np.ndarray, elements: Any, out_ke
         "timing": _TIMINGS[kind], "is_final": (kind == _ON_TIME) & (walker.lateness == 0),
         "watermark": firings["watermark"], "processing_time": firings["processing"],
         B: firings["b"], PHASE: firings["phase"], SUB: firings["sub"],
-        KEY_ARRAYS: {c: a.take(run) for c, a in key_arrays.items()},
+        KEY_ARRAYS: {c: a.take(run) for c, a in keys.items()},
         "key_arg": [walker.logic.key_argument(out_keys[int(run[0])])]}
     return process_queued(walker, queued, lengths, elements.take(rows))

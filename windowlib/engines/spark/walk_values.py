@@ -10,7 +10,7 @@ from typing import Any
 
 from windowlib.core.codec import decode
 from windowlib.core.errors import ExecutionError
-from windowlib.core.time import MAX_TS, MIN_TS
+from windowlib.core.time import NOT_FINITE
 
 __all__ = ["batch_columns", "finite_clock", "key_state_limit", "naive_type", "py_values"]
 
@@ -73,4 +73,4 @@ def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
 
 def finite_clock(t: int) -> int | None:
     """Clock values for output columns: the -inf/+inf sentinels become null."""
-    return None if t in (MIN_TS, MAX_TS) else t
+    return None if t in NOT_FINITE else t
