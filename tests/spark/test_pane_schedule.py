@@ -11,6 +11,7 @@ import random
 import sys
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from spark_session import ship_by_value
 from test_pane_batch_rows import ElementsSeen
@@ -18,6 +19,7 @@ from test_pane_batch_rows import ElementsSeen
 import windowlib as wl
 from windowlib.engines.spark import pane_schedule, run_dataframe
 from windowlib.engines.spark import panes as panes_module
+from windowlib.engines.spark.columns import KIND
 from windowlib.engines.spark.pane_walker import PaneWalker
 
 pytestmark = pytest.mark.spark
@@ -98,7 +100,11 @@ def _walked(walk, batches, monkeypatch, *, in_numpy: bool) -> pa.Table:
         m.setattr(pane_schedule, "walk", counting)
         out = list(walk(iter(batches)))
     assert bool(seen) == in_numpy      # each walk ran where it was asked to
-    return pa.Table.from_batches(out)
+    # the firings in the order written, then the rows passed through (rejected and late) in
+    # theirs: the walks write the two kinds' batches in different interleavings
+    table = pa.Table.from_batches(out)
+    firing = pc.equal(table.column(KIND), "firing")
+    return pa.concat_tables([table.filter(firing), table.filter(pc.invert(firing))])
 
 
 @pytest.mark.parametrize("shape", sorted(PIPELINES))
@@ -115,6 +121,8 @@ def test_the_numpy_firings_equal_the_per_element_walk_row_for_row(
     assert in_numpy.equals(per_element)
     if PIPELINES[shape][2]:        # allowed lateness: late firings
         assert "LATE" in timings
+    else:                          # no lateness: late rows, passed through by both walks
+        assert "late" in set(per_element.column(KIND).to_pylist())
 
 
 def test_a_key_run_longer_than_a_chunk_can_gather_is_walked_per_element(spark, monkeypatch):

@@ -54,7 +54,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowlib.core.assigners import GlobalWindows
 from windowlib.core.errors import DefinitionError
 from windowlib.core.loop import REJECT_CHECKS
 from windowlib.core.outputs import OutputColumns
@@ -99,6 +98,7 @@ from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported n
     rank,
     saturating_sql,
 )
+from windowlib.engines.spark.native_windows import assign_windows
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, no_side_outputs, render
 from windowlib.engines.spark.result_types import result_fields
 
@@ -155,6 +155,7 @@ class NativeInputs:
     logic: Any
     user_columns: list[str]
     plan_source: str
+    screened: Any = None    # every input row, ``REASON`` its reject reason (null: accepted)
 
 
 def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
@@ -266,62 +267,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                   retracting=logic.retracting, shared_scan=shared)
     return NativeInputs(parts=parts, late=late, rejects=rejects, processed=processed,
                         plan=plan, logic=logic, user_columns=user_columns,
-                        plan_source=plan_source)
-
-
-def assign_windows(assigner: Any, accepted: Any, lateness: int) -> tuple[Any, Any, Any, int]:
-    """The windows of the accepted rows, one branch per assigner family; returns ``(dropped,
-    processed, kept, size)``: ``dropped`` the condition of a row too late for every window
-    it belongs to (the late output), ``processed`` the other rows, ``kept`` one row per
-    (element, window) the watermark has not cleaned up, with its start ``WS`` and max
-    timestamp ``MX``, and ``size`` the window size in ms.
-
-    - Aligned windows (tumbling, sliding): an element belongs to ``ceil(size / slide)``
-      windows ending after it (SPEC §2's alignment); lateness per window (``cleanup``).
-    - ``GlobalWindows`` (the pane path's count windows): one window, never late; ``WS`` 0,
-      ``MX`` -1, size 0.
-    - Sessions (the pane path's session walker and ``session_sql.py``): the windows merge,
-      so they are assigned and judged late on the merged window later; here nothing is
-      dropped and ``kept`` is one row per element, without window columns; size 0.
-    - Processing-time tumbling and sliding windows (the pane path): aligned as above on the
-      bundle's processing time ``P_b`` (``__wl_pb``), never late (Flink judges lateness in
-      event time only), so nothing is dropped."""
-    from pyspark.sql import functions as F
-
-    if assigner.is_merging:
-        return F.lit(False), accepted, accepted, 0
-    if isinstance(assigner, GlobalWindows):
-        kept = accepted.withColumn(WS, F.lit(0).cast("long")).withColumn(
-            MX, F.lit(-1).cast("long"))
-        return F.lit(False), accepted, kept, 0
-    size, slide, offset = assigner.size_ms, getattr(assigner, "slide_ms", assigner.size_ms), \
-        assigner.offset_ms
-    if not assigner.is_event_time:
-        kept = _aligned(accepted, PB, size, slide, offset)
-        return F.lit(False), accepted, kept.withColumn(MX, F.col(WS) + F.lit(size - 1)), size
-    start_sql = f"({TS} - pmod(({TS} - {offset}), {slide}))"
-    dropped = F.expr(f"{saturating_sql(f'({start_sql} + {size - 1})', lateness)} <= {WP}")
-    processed = accepted.filter(~dropped)     # a kept element: kept for its latest window
-    kept = _aligned(processed, TS, size, slide, offset)
-    if slide != size:
-        kept = kept.filter(plus_saturating(F.col(WS) + F.lit(size - 1), lateness)
-                           > F.col(WP))
-    return dropped, processed, kept.withColumn(MX, F.col(WS) + F.lit(size - 1)), size
-
-
-def _aligned(frame: Any, time: str, size: int, slide: int, offset: int) -> Any:
-    """``frame`` with one row per aligned window (SPEC §2) containing the column ``time``
-    (ms), its start in ``WS``: the latest start first, as the assigners list them."""
-    from pyspark.sql import functions as F
-
-    last_start = F.expr(f"({time} - pmod(({time} - {offset}), {slide}))")
-    if slide == size:
-        return frame.withColumn(WS, last_start)
-    starts = F.array(*[last_start - F.lit(i * slide) for i in range(-(-size // slide))])
-    kept = frame.withColumn(WS, F.explode(starts))
-    if size % slide:
-        kept = kept.filter(F.col(WS) > F.col(time) - F.lit(size))
-    return kept
+                        plan_source=plan_source, screened=x)
 
 
 def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> NativeRun:

@@ -1,7 +1,7 @@
 """The pane path's walkers' shared parts (``pane_walker.py``, ``session_walker.py``): their
-base class (the clocks, the key's scope and the partition loop over one key's rows after
-another), what a ``Context`` reads, each live window's pane and counters, and where the walk
-is.
+base class (the clocks, the key's scope, the partition loop over one key's rows after
+another, and the rejected and late rows it writes as they came: ``pass_through``), what a
+``Context`` reads, each live window's pane and counters, and where the walk is.
 
 **Elements kept in Arrow.** A walker whose panes only ever go back into Arrow (a batch
 function without an evictor, over columns the harness does not carry as JSON) sets
@@ -15,9 +15,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from windowlib.core.evictors import TimestampedValue
-from windowlib.core.time import MIN_TS
-from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS, B
+from windowlib.core.time import MIN_TS, NOT_FINITE
+from windowlib.engines.spark.columns import (
+    ABSENT,
+    ELEMENT,
+    FLUSH_ROWS,
+    KIND,
+    PHASE,
+    PHASE_ELEMENTS,
+    REASON,
+    SUB,
+    B,
+    N,
+)
 from windowlib.engines.spark.walk_values import batch_columns, py_values
 from windowlib.engines.spark.walker import WalkConfig, Walker
 
@@ -86,6 +99,7 @@ class PaneWalkBase(Walker):
         self.retained: list[tuple[int, Any]] = []
         self.row_base = 0         # the number of the current batch's first row
         self.next_row = 0         # ... and of the next batch's
+        self.n_passed = 0         # the rows ``pass_through`` wrote (their own ``N``)
 
     def _clock_at(self, b: int, phase: int) -> None:
         """Set the walk's position to step ``phase`` of bundle ``b`` and the clocks to that
@@ -142,6 +156,53 @@ class PaneWalkBase(Walker):
         table = self.pa.Table.from_batches([b for _, b in self.retained])
         return table.take(rows - first)
 
+    def pass_through(self, batch: Any) -> tuple[Any, Any]:
+        """``(rows to walk, tagged rows or None)`` of an input batch: the rows with a reason
+        in ``REASON`` (rejected, or ``too_late`` for every window they belong to:
+        ``native_windows.kept_and_passed``) become reject and late rows as the general
+        path's walker writes them (``Walker.emit_element``: the element as read; a late
+        row's watermark is the one its bundle's elements met), built in Arrow; the others
+        are walked. Input without ``REASON`` (sessions) is all walked."""
+        if REASON not in batch.schema.names:
+            return batch, None
+        reasons = batch.column(REASON)
+        if reasons.null_count == batch.num_rows:
+            return batch, None
+        import pyarrow.compute as pc
+
+        has = pc.is_valid(reasons)
+        return batch.filter(pc.invert(has)), self._passed(batch.filter(has))
+
+    def _passed(self, rows: Any) -> Any:
+        """The tagged reject and late rows of ``rows`` (``pass_through``)."""
+        import pyarrow.compute as pc
+
+        pa, schema, n = self.pa, self.arrow_schema, rows.num_rows
+        reasons = rows.column(REASON)
+        late = pc.fill_null(pc.equal(reasons, "too_late"), False).to_numpy(zero_copy_only=False)
+        b = rows.column(B).to_numpy(zero_copy_only=False)
+
+        def finite(clock: list, mask: Any = None) -> Any:
+            values = np.asarray(clock, dtype=np.int64)[b]
+            nulls = np.isin(values, NOT_FINITE)
+            return pa.array(values, mask=nulls if mask is None else nulls | mask)
+
+        element = schema.field(ELEMENT).type
+        values = {
+            KIND: pa.array(np.where(late, "late", "reject")), B: rows.column(B),
+            PHASE: pa.array(np.full(n, PHASE_ELEMENTS, dtype=np.int32)),
+            SUB: rows.column(SUB), N: pa.array(np.arange(self.n_passed, self.n_passed + n)),
+            "watermark": finite(self.w_before, ~late),
+            "processing_time": finite(self.P),
+            ELEMENT: pa.StructArray.from_arrays(
+                [rows.column(f.name).cast(f.type) for f in element], fields=list(element)),
+            REASON: reasons}
+        self.n_passed += n
+        keys = range(5, 5 + len(self.key_columns))    # after KIND, B, PHASE, SUB, N: none
+        return pa.RecordBatch.from_arrays(
+            [pa.nulls(n, f.type) if i in keys or f.name not in values
+             else values[f.name].cast(f.type) for i, f in enumerate(schema)], schema=schema)
+
     def walk_rows(self, batches: Iterator[Any], columns: Sequence[str]) -> Iterator[Any]:
         """For each key ``_start`` before its first row and ``_finish_key`` after its last,
         ``_advance(b)`` at each new bundle, then ``_row`` per row (with ``arrow_elements``:
@@ -157,6 +218,9 @@ class PaneWalkBase(Walker):
         on_row = self._row
         row = None
         for batch in batches:
+            batch, passed = self.pass_through(batch)
+            if passed is not None:
+                yield passed
             if batch.num_rows == 0:
                 continue
             batch = self.naive_batch(batch)

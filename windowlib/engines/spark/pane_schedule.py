@@ -83,6 +83,9 @@ def walk(walker: Any, batches: Iterator[Any]) -> Iterator[Any]:
     rows = 0
     batches = iter(batches)
     for batch in batches:
+        batch, passed = walker.pass_through(batch)
+        if passed is not None:
+            yield passed
         if batch.num_rows == 0:
             continue
         gathered.append(walker.naive_batch(batch))

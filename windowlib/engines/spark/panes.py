@@ -8,14 +8,17 @@ lists: continuous, count, delta, never and ``after_first_element`` triggers, ``G
 and processing-time windows), Spark SQL does everything but the firings, the evictor and the
 function::
 
-    input ─► prepare_native (the bundle plan, rejects, late elements, and the kept (element,
-             window) rows: windows assigned and lateness applied in SQL)
+    input ─► prepare_native (the bundle plan, the reject reasons), then the kept (element,
+             window) rows, windows assigned and lateness applied in SQL, in one frame with
+             every rejected or late row once, its reason set (``native_windows.
+             kept_and_passed``)
           ─► repartition(key), sorted per key as the reference engine steps: bundle, arrival
              order, window
           ─► mapInArrow(pane walker)       counters per window decide the firings (the native
-             count rules); the function runs once per firing over the pane (``pane_walker.py``)
-          ─► the general path's tagged rows (firings, side outputs); late and rejects are the
-             native frames
+             count rules); the function runs once per firing over the pane (``pane_walker.py``);
+             rows with a reason are written as they are, in Arrow (``pass_through``)
+          ─► the general path's tagged rows: firings, side outputs, late and rejects — the
+             input is read once for all outputs
 
 Why it equals the reference engine: admission, rejects, late elements and window assignment are
 the native path's (proven equal by the transcripts and differential tests); the walker applies
@@ -25,19 +28,20 @@ the other engines (``FunctionRunner``, ``Context``). The transcripts run on this
 differential property compares it with the reference engine (``tests/spark/test_pane_path.py``).
 
 Event-time sessions (``planner.session_reasons``) take the same plan without windows: SQL
-does the rejects and the per-key sort (bundle, arrival order), and ``session_walker.py``
+does the rejects (a frame of its own) and the per-key sort (bundle, arrival order), and
+``session_walker.py``
 merges, judges lateness on the merged window (its late elements are tagged rows, so
-``PaneRun.late_in_tagged``) and fires. With a declarative aggregate the rows are split first
+``PaneRun.in_tagged``) and fires. With a declarative aggregate the rows are split first
 (``session_sql.py``): the sessions every element of which was at least 2 ms ahead of the
 watermark it met are aggregated in Spark SQL (one ON_TIME firing each, as tagged rows), only
 the others are walked; the marked rows are persisted then, the walker's output too, and the
 SQL firings read the marked rows lazily.
 
-Cost: the native path's row-level SQL and one shuffle and sort of the (element, window) rows by
-key — the general path's plan — then a few integer operations per element and Python per
-firing (the general path runs the core's trigger and timer machinery per element). Like the
-general path the tagged output is persisted, so reading several outputs does not recompute the
-run.
+Cost: the native path's row-level SQL (one scan of the input) and one shuffle and sort of
+the (element, window) rows (and the rejected and late rows) by key — the general path's plan —
+then a few integer operations per element and Python per firing (the general path runs the
+core's trigger and timer machinery per element). Like the general path the tagged output is
+persisted, so reading several outputs does not recompute the run.
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ from windowlib.engines.spark.general import (
     walker_schema,
 )
 from windowlib.engines.spark.native import count_phases, prepare_native
-from windowlib.engines.spark.native_parts import WS
+from windowlib.engines.spark.native_parts import REASON, WS
+from windowlib.engines.spark.native_windows import kept_and_passed
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, PaneWalker
 from windowlib.engines.spark.planner import pane_trigger, session_sql_reasons
@@ -104,13 +109,16 @@ class PaneRun:
     typed_tags: tuple[str, ...] = ()
     persisted: bool = False
     retracting: bool = False
-    late_in_tagged: bool = False     # sessions: the walker judges lateness (``late`` is empty)
+    # the outputs whose rows are tagged rows too, besides firings and side outputs: late and
+    # rejects (the walker passes them through), or late only (sessions: the walker judges
+    # lateness; rejects come from SQL); the others come from ``late``/``rejects``
+    in_tagged: tuple[str, ...] = ("late", "rejects")
     walked: Any = None     # the rows the walker takes (sessions in two parts: session_sql.py)
     cached: list = field(default_factory=list)     # the persisted frames (``persist``)
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
-        """Firings and side outputs from the tagged rows, late and rejects from the native
-        frames (``outputs.py``)."""
+        """Firings and side outputs from the tagged rows, late and rejects from the tagged
+        rows or the native frames (``in_tagged``; ``outputs.py``)."""
 
         names = OutputColumns(self.key_columns, self.element_columns, self.result_columns,
                               False, self.typed_tags)
@@ -118,15 +126,12 @@ class PaneRun:
         def value(name: str) -> Any:
             return user_col(name)
 
-        rejects = OutputPart(self.rejects, "rejects",
-                             {"rejects": render(names, "rejects", value, run_id)})
-        if self.late_in_tagged:
-            parts = [tagged_part(self.tagged, names, run_id,
-                                 ("firings", "side_outputs", "late")), rejects]
-        else:
-            parts = [tagged_part(self.tagged, names, run_id, ("firings", "side_outputs")),
-                     OutputPart(self.late, "late",
-                                {"late": render(names, "late", value, run_id)}), rejects]
+        parts = [tagged_part(self.tagged, names, run_id,
+                             ("firings", "side_outputs", *self.in_tagged))]
+        for output, frame in (("late", self.late), ("rejects", self.rejects)):
+            if output not in self.in_tagged:
+                parts.append(OutputPart(frame, output,
+                                        {output: render(names, output, value, run_id)}))
         return SparkOutputs(names, parts, cached=list(self.cached))
 
 
@@ -154,7 +159,12 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     user_columns = inputs.user_columns
     keys = [user_col(c) for c in logic.key_columns]
     absent = [F.col(ABSENT)] if ABSENT in parts.kept.columns else []
-    rows = parts.kept
+    sessions = logic.merging
+    # one scan: the rejected and late rows travel with the kept ones (sessions: rejects in
+    # SQL; the session walker judges lateness)
+    rows = parts.kept if sessions else \
+        kept_and_passed(logic.assigner, inputs.screened, parts.lateness)[0]
+    passed = [] if sessions else [F.col(REASON)]
     if keys:
         n = partitions if partitions is not None else shuffle_partitions(df)
         rows = rows.repartition(n, *keys) if n else rows.repartition(*keys)
@@ -162,7 +172,6 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         rows = rows.repartition(1)
     json_set = set(json_columns)
     mode, result, out_schema = walker_schema(pipeline, df.schema, user_columns, json_set)
-    sessions = logic.merging
     types = {f.name: f.dataType for f in df.schema.fields}
     sql_firings, cached = None, []
     if sessions and not session_sql_reasons(pipeline, types, json_columns):
@@ -176,7 +185,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB), *window_col)
     rows = rows.select(*keys, *[user_col(c) for c in user_columns
                                 if c not in logic.key_column_set],
-                       *absent, F.col(B), F.col(SUB), F.col(TS), *window_col)
+                       *absent, F.col(B), F.col(SUB), F.col(TS), *window_col, *passed)
 
     side_types = logic.runner.side_types
     config = WalkConfig(
@@ -203,7 +212,8 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                    key_columns=logic.key_columns,
                    result_columns=tuple(f.name for f in result), result_mode=mode,
                    element_columns=tuple(user_columns), typed_tags=tuple(side_types),
-                   persisted=persist, late_in_tagged=sessions, walked=rows,
+                   persisted=persist, walked=rows,
+                   in_tagged=("late",) if sessions else ("late", "rejects"),
                    cached=cached if persist else [])
 
 

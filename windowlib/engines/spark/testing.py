@@ -195,8 +195,10 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
             run = run_panes(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
                             order_by=[SEQ], overrides=overrides, json_columns=json_columns,
                             seq_column=SEQ, persist=False, partitions=1, **kwargs)
-            late_rejects = _element_frames(run).toArrow()
-            element_rows = late_rejects.cast(_naive_schema(late_rejects.schema)).to_pylist()
+            element_rows = None     # late and rejects are tagged rows, but sessions' rejects
+            if "rejects" not in run.in_tagged:
+                late_rejects = _element_frames(run).toArrow()
+                element_rows = late_rejects.cast(_naive_schema(late_rejects.schema)).to_pylist()
         else:
             run = run_general(pipeline, df, ARRIVAL, watermark=watermark, finalize=finalize,
                               order_by=[SEQ], overrides=overrides, json_columns=json_columns,
@@ -215,9 +217,8 @@ def run_bundles_on_spark(pipeline: Pipeline, bundles: Sequence[Any], finalize: b
 
     late_rows = sorted((r for r in tagged if r[KIND] == "late"), key=lambda r: (r[B], r[SUB]))
     late = [{**element(r), "reason": r[REASON]} for r in late_rows]
-    if element_rows is not None:     # the pane path: late (but sessions') and rejects in SQL
-        sql_late, rejects = _late_and_rejects(element_rows, elements, mismatched, value)
-        late = late if getattr(run, "late_in_tagged", False) else sql_late
+    if element_rows is not None:     # the pane path's sessions: rejects in SQL
+        _, rejects = _late_and_rejects(element_rows, elements, mismatched, value)
         return (firings, late, rejects, side) if with_side_outputs else (firings, late, rejects)
     reject_rows = [(r[B], r[SUB], {**element(r), "reason": r[REASON]})
                    for r in tagged if r[KIND] == "reject"]
