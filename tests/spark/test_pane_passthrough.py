@@ -87,3 +87,35 @@ def test_late_and_rejects_come_from_the_walkers_single_pass(spark, tmp_path, nam
     assert _rows(pane.firings) == _rows(general.firings)
     pane.unpersist()
     general.unpersist()
+
+
+def test_passed_rows_keep_timestamps_odd_names_and_two_keys(spark):
+    """Late and rejected rows as given: a ``TimestampType`` event time, a value column whose
+    name has a dot (the walker's input travels under positional names), two key columns
+    (one of them null: rejected)."""
+    import datetime as dt
+
+    def at(minute):
+        return None if minute is None else dt.datetime(2024, 3, 1, 0, minute, tzinfo=dt.UTC)
+
+    rows = [("a", 1, at(m), m, "h0") for m in range(0, 50, 7)] + [
+        ("a", 1, at(1), 1, "h1"),          # too late: its window ended before the watermark
+        ("a", None, at(55), 2, "h1"),      # a null key column: missing_key
+        ("b", 2, None, 3, "h1")]           # no event time: null_timestamp
+    df = spark.createDataFrame(rows, "k1 string, k2 long, at timestamp, `v.x` long, "
+                                     "hour string")
+    p = (wl.Pipeline("odd", timestamp="at").key_by("k1", "k2")
+         .window(wl.TumblingEventTimeWindows.of(wl.Time.minutes(10))).process(Count()))
+    pane = run_dataframe(p, df, "hour", finalize=True, path="panes")
+    general = run_dataframe(p, df, "hour", finalize=True, path="general")
+    for output in ("late", "rejects"):
+        got, want = getattr(pane, output), getattr(general, output)
+        assert got.schema == want.schema, output
+        assert _rows(got) == _rows(want), output
+    late = pane.late.collect()
+    assert [(r["k1"], r["at"], r["v.x"]) for r in late] == [("a", at(1).replace(tzinfo=None),
+                                                             1)]
+    assert sorted(r["reason"] for r in pane.rejects.collect()) == ["missing_key",
+                                                                  "null_timestamp"]
+    pane.unpersist()
+    general.unpersist()
