@@ -34,6 +34,7 @@ PANE_COLUMNS = ("pane_index", "timing", "is_final")
 RETRACT = "retract"
 CLOCK_COLUMNS = ("watermark", "processing_time")
 RUN_ID = "run_id"
+TOO_LATE = "too_late"     # the reason of every late record
 REASON = "reason"
 TAG, VALUE_JSON, VALUE_TYPED = "tag", "value_json", "value_typed"
 RESULT_JSON = "result_json"

@@ -34,6 +34,7 @@ from windowlib.core.loop import (
     bundle_time,
     future_horizon,
 )
+from windowlib.core.outputs import TOO_LATE
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.core.watermarks import WatermarkStrategy, effective_strategy
@@ -308,7 +309,7 @@ class ReferenceExecutor(Executor):
                          engine.max_event_ts)
         if time.finalize:
             engine.finish()
-        late = [{**row, "reason": "too_late"} for row, _ in engine.sink.late]
+        late = [{**row, "reason": TOO_LATE} for row, _ in engine.sink.late]
         outputs = ListOutputs(engine.sink.firings, late, engine.rejects,
                               engine.sink.side_outputs,
                               None if time.finalize else engine.snapshot())

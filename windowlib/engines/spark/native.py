@@ -56,7 +56,7 @@ from typing import Any
 
 from windowlib.core.errors import DefinitionError
 from windowlib.core.loop import REJECT_CHECKS
-from windowlib.core.outputs import OutputColumns
+from windowlib.core.outputs import TOO_LATE, OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.schema import sql_identifier
 from windowlib.core.time import MIN_TS
@@ -247,7 +247,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
     # --- windows and lateness ---------------------------------------------------------------
     dropped_all, processed, kept, size = assign_windows(logic.assigner, accepted, lateness)
     late = accepted.filter(dropped_all).select(
-        *[user_col(c) for c in user_columns], F.lit("too_late").alias("reason"),
+        *[user_col(c) for c in user_columns], F.lit(TOO_LATE).alias("reason"),
         finite(WP).alias("watermark"), B, SUB)
 
     if order_by is not None:

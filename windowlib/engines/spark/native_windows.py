@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from windowlib.core.assigners import GlobalWindows
+from windowlib.core.outputs import TOO_LATE
 from windowlib.engines.spark.bundles import TS
 from windowlib.engines.spark.native_parts import (
     MX,
@@ -39,14 +40,16 @@ def assign_windows(assigner: Any, accepted: Any, lateness: int) -> tuple[Any, An
     - Processing-time tumbling and sliding windows (the pane path): aligned as above on the
       bundle's processing time ``P_b`` (``__wl_pb``), never late (Flink judges lateness in
       event time only), so nothing is dropped."""
+    from pyspark.sql import functions as F
+
     dropped = _dropped(assigner, lateness)
     processed = accepted if dropped is None else accepted.filter(~dropped)
     kept, size = _windows(assigner, processed, lateness, None)
-    return _false() if dropped is None else dropped, processed, kept, size
+    return F.lit(False) if dropped is None else dropped, processed, kept, size
 
 
-def kept_and_passed(assigner: Any, screened: Any, lateness: int) -> tuple[Any, int]:
-    """``(rows, size)``: ``assign_windows``'s kept rows and, in the same frame (one scan of
+def kept_and_passed(assigner: Any, screened: Any, lateness: int) -> Any:
+    """``assign_windows``'s kept rows and, in the same frame (one scan of
     the input for all three outputs), every rejected or late input row once, with its
     reason in ``REASON`` (``too_late`` for a row dropped for every window; null on kept
     rows) and the window columns of its latest window (null without an event time).
@@ -55,14 +58,8 @@ def kept_and_passed(assigner: Any, screened: Any, lateness: int) -> tuple[Any, i
 
     dropped = _dropped(assigner, lateness)
     rows = screened if dropped is None else screened.withColumn(
-        REASON, F.coalesce(F.col(REASON), F.when(dropped, F.lit("too_late"))))
-    return _windows(assigner, rows, lateness, F.col(REASON).isNotNull())
-
-
-def _false() -> Any:
-    from pyspark.sql import functions as F
-
-    return F.lit(False)
+        REASON, F.coalesce(F.col(REASON), F.when(dropped, F.lit(TOO_LATE))))
+    return _windows(assigner, rows, lateness, F.col(REASON).isNotNull())[0]
 
 
 def _dropped(assigner: Any, lateness: int) -> Any:

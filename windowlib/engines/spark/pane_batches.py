@@ -18,9 +18,10 @@ import numpy as np
 from windowlib.core.batch import META_COLUMNS, PANE_ID
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.functions import function_name
-from windowlib.core.time import NOT_FINITE
+from windowlib.core.outputs import CLOCK_COLUMNS
 from windowlib.engines.batch_tables import arrow_panes_table, elements_table
 from windowlib.engines.spark.columns import KIND, PHASE, SUB, B, N
+from windowlib.engines.spark.walk_values import finite_clocks
 
 __all__ = ["BATCH_ROWS", "KEY_ARRAYS", "QUEUED", "BatchQueue", "batch_firings", "key_arrays",
            "process_queued", "run_batch"]
@@ -168,10 +169,7 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
     table, ids = table.take(order), ids.take(order).combine_chunks()
     m = len(table)
     meta = {name: queued[name] for name in QUEUED[:10]}
-    clocks = {}         # without a finite value: null, as ``finite_ms`` says
-    for name in ("watermark", "processing_time"):
-        values = np.asarray(meta.pop(name), dtype=np.int64)
-        clocks[name] = (values, np.isin(values, NOT_FINITE))
+    clocks = {name: finite_clocks(meta.pop(name)) for name in CLOCK_COLUMNS}
     keys = queued[KEY_ARRAYS]
     arrays = []
     for field in walker.arrow_schema:
@@ -183,8 +181,7 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
         elif name in keys:
             arrays.append(keys[name].take(ids))
         elif name in clocks:
-            values, unknown = clocks[name]
-            arrays.append(pa.array(values, type=field.type, mask=unknown).take(ids))
+            arrays.append(clocks[name].take(ids))
         elif name in meta:
             arrays.append(pa.array(meta[name], type=field.type).take(ids))
         elif name in walker.result_names and name in table.column_names:

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from windowlib.core.evictors import TimestampedValue
-from windowlib.core.time import MIN_TS, NOT_FINITE
+from windowlib.core.outputs import TOO_LATE
+from windowlib.core.time import MIN_TS
 from windowlib.engines.spark.columns import (
     ABSENT,
     ELEMENT,
@@ -31,7 +32,7 @@ from windowlib.engines.spark.columns import (
     B,
     N,
 )
-from windowlib.engines.spark.walk_values import batch_columns, py_values
+from windowlib.engines.spark.walk_values import batch_columns, finite_clocks, py_values
 from windowlib.engines.spark.walker import WalkConfig, Walker
 
 __all__ = ["KeyScope", "PaneWalkBase", "PaneWindow", "WalkPosition"]
@@ -179,21 +180,15 @@ class PaneWalkBase(Walker):
 
         pa, schema, n = self.pa, self.arrow_schema, rows.num_rows
         reasons = rows.column(REASON)
-        late = pc.fill_null(pc.equal(reasons, "too_late"), False).to_numpy(zero_copy_only=False)
+        late = pc.fill_null(pc.equal(reasons, TOO_LATE), False).to_numpy(zero_copy_only=False)
         b = rows.column(B).to_numpy(zero_copy_only=False)
-
-        def finite(clock: list, mask: Any = None) -> Any:
-            values = np.asarray(clock, dtype=np.int64)[b]
-            nulls = np.isin(values, NOT_FINITE)
-            return pa.array(values, mask=nulls if mask is None else nulls | mask)
-
         element = schema.field(ELEMENT).type
         values = {
             KIND: pa.array(np.where(late, "late", "reject")), B: rows.column(B),
             PHASE: pa.array(np.full(n, PHASE_ELEMENTS, dtype=np.int32)),
             SUB: rows.column(SUB), N: pa.array(np.arange(self.n_passed, self.n_passed + n)),
-            "watermark": finite(self.w_before, ~late),
-            "processing_time": finite(self.P),
+            "watermark": finite_clocks(np.asarray(self.w_before)[b], ~late),
+            "processing_time": finite_clocks(np.asarray(self.P)[b]),
             ELEMENT: pa.StructArray.from_arrays(
                 [rows.column(f.name).cast(f.type) for f in element], fields=list(element)),
             REASON: reasons}

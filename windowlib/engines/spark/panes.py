@@ -163,7 +163,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     # one scan: the rejected and late rows travel with the kept ones (sessions: rejects in
     # SQL; the session walker judges lateness)
     rows = parts.kept if sessions else \
-        kept_and_passed(logic.assigner, inputs.screened, parts.lateness)[0]
+        kept_and_passed(logic.assigner, inputs.screened, parts.lateness)
     passed = [] if sessions else [F.col(REASON)]
     if keys:
         n = partitions if partitions is not None else shuffle_partitions(df)

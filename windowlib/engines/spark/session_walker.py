@@ -50,7 +50,7 @@ from windowlib.core.errors import WindowlibError
 from windowlib.core.functions import Context
 from windowlib.core.lateness import cleanup_time, is_late
 from windowlib.core.merging import SessionMerging
-from windowlib.core.outputs import firing_row
+from windowlib.core.outputs import TOO_LATE, firing_row
 from windowlib.core.pane import Timing, pane_info, pane_timing
 from windowlib.core.runner import assignment_failed, function_failed
 from windowlib.core.time import MAX_TS
@@ -313,6 +313,6 @@ class SessionWalker(PaneWalkBase):
             position.b, position.phase, position.sub = b, PHASE_ELEMENTS, subs[i]
             raw = row if cols is raw_cols else \
                 dict(zip(self.config.user_columns, (col[i] for col in raw_cols)))
-            self.emit_element("late", raw, "too_late", finite_clock(self.w_before[b]))
+            self.emit_element("late", raw, TOO_LATE, finite_clock(self.w_before[b]))
         elif self.live > self.config.max_key_state:
             raise key_state_limit(self.key, self.live, self.config.max_key_state)

@@ -12,7 +12,8 @@ from windowlib.core.codec import decode
 from windowlib.core.errors import ExecutionError
 from windowlib.core.time import NOT_FINITE
 
-__all__ = ["batch_columns", "finite_clock", "key_state_limit", "naive_type", "py_values"]
+__all__ = ["batch_columns", "finite_clock", "finite_clocks", "key_state_limit", "naive_type",
+           "py_values"]
 
 _NUMPY_TIME_UNITS = frozenset({"s", "ms", "us"})
 
@@ -74,3 +75,14 @@ def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
 def finite_clock(t: int) -> int | None:
     """Clock values for output columns: the -inf/+inf sentinels become null."""
     return None if t in NOT_FINITE else t
+
+
+def finite_clocks(values: Any, also_null: Any = None) -> Any:
+    """``finite_clock`` over many clock values at once: an Arrow int64 array of ``values``
+    with the -inf/+inf sentinels (and the entries where ``also_null`` is true) null."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = np.asarray(values, dtype=np.int64)
+    nulls = np.isin(values, NOT_FINITE)
+    return pa.array(values, mask=nulls if also_null is None else nulls | also_null)

@@ -18,7 +18,7 @@ from windowlib.core.codec import to_json
 from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import ExecutionError, StateError, rebuild_hint
 from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, non_finite, reject_reason
-from windowlib.core.outputs import check_result_columns
+from windowlib.core.outputs import TOO_LATE, check_result_columns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
@@ -389,7 +389,7 @@ class Walker:
                 if walk.process(row, ts):
                     self.processed += 1
                 else:
-                    self.emit_element("late", raw, "too_late", finite_clock(watermark))
+                    self.emit_element("late", raw, TOO_LATE, finite_clock(watermark))
                 self.since_check += 1
                 if self.since_check >= check_every:
                     self.since_check = 0

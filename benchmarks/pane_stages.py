@@ -1,0 +1,101 @@
+"""The pane path's time per stage against hand-written Spark SQL, in one process.
+
+Over the clickstream of ``clickstream.py`` (the same data and pipelines as
+``spark_general_path.py``), ``--repeat`` times: hand SQL (``groupBy(key, window(ts, '5
+minutes')).agg(sum, count)``), then a pane-path run split into its stages, each timed:
+
+- ``run``: ``run_dataframe`` (planning, then the walker's pass into the persisted output);
+- ``tagged``, ``late``, ``rejects``: a ``noop`` write of the walker output and of the two
+  element outputs (``late`` and ``rejects`` read the persisted output: one input scan in all).
+
+Prints the medians and ``total / hand SQL``. The persisted output is released after every run,
+so no run reads another's cache.
+
+    .venv/bin/python benchmarks/pane_stages.py [--case python_batch|python] [--repeat 5]
+        [--events N] [--keys K] [--data DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from clickstream import ensure_clickstream
+from spark_general_path import pipelines
+
+import windowlib as wl
+from windowlib.engines.spark import run_dataframe
+from windowlib.engines.spark.session import get_or_create_session
+
+STAGES = ("hand", "run", "tagged", "late", "rejects", "total")
+
+
+def _timed(fn) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", default="python_batch", choices=("python_batch", "python"),
+                        help="the BatchWindowFunction or the ProcessWindowFunction pipeline")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--data", default=None,
+                        help="clickstream directory (default: a cache under the temp dir)")
+    args = parser.parse_args()
+
+    from pyspark.sql import functions as F
+
+    spark = get_or_create_session(app_name="windowlib-pane-stages")
+    data = args.data or os.path.join(tempfile.gettempdir(), "windowlib-bench",
+                                     f"clickstream-e{args.events}-k{args.keys}")
+    path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)
+
+    def frame():
+        return spark.read.parquet(path)
+
+    def hand() -> None:
+        (frame().groupBy("key", F.window("ts", "5 minutes"))
+         .agg(F.sum("value"), F.count(F.lit(1))).write.format("noop").mode("overwrite").save())
+
+    def noop(df) -> None:
+        df.write.format("noop").mode("overwrite").save()
+
+    pipeline = pipelines()[args.case]
+    hand()
+    hand()      # warm-up
+    seen: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    for _ in range(args.repeat):
+        seen["hand"].append(_timed(hand)[0])
+        took, result = _timed(lambda: run_dataframe(
+            pipeline, frame(), "arrival_hour", watermark=wl.BoundedOutOfOrderness("10 minutes"),
+            finalize=True, path="panes"))
+        seen["run"].append(took)
+        for stage, out in (("tagged", result.run.detail.tagged), ("late", result.late),
+                           ("rejects", result.rejects)):
+            seen[stage].append(_timed(lambda out=out: noop(out))[0])
+        seen["total"].append(sum(seen[s][-1] for s in ("run", "tagged", "late", "rejects")))
+        result.unpersist()
+    medians = {stage: statistics.median(values) for stage, values in seen.items()}
+    print(f"{args.case}: {path}, median of {args.repeat}; windowlib from "
+          f"{os.path.dirname(wl.__file__)}")
+    print("  " + "  ".join(f"{stage} {medians[stage]:.2f} s" for stage in STAGES)
+          + f"  ratio {medians['total'] / medians['hand']:.2f}x hand SQL", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
