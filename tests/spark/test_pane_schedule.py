@@ -1,8 +1,10 @@
 """The pane walker's firings computed with NumPy (``pane_schedule.py``) give the per-element
 walk's output row for row: the same tagged rows (pane columns, clocks, ordering columns, row
-numbers) in the same order, and the same rows handed to ``process_panes``. The rows are what
-Spark gives the walker for each pipeline (captured from the real plan); both walks then run
-in this process over them, in input batches of 7 rows, with chunks of complete key runs
+numbers) in the same order, the same rows handed to ``process_panes``, and for a function
+called per firing (``pane_calls.py``) the same calls: what each one reads of its context
+(pane, clocks, window and key state) and writes (result rows, side outputs). The rows are
+what Spark gives the walker for each pipeline (captured from the real plan); both walks then
+run in this process over them, in input batches of 7 rows, with chunks of complete key runs
 small enough that runs and windows span them."""
 
 from __future__ import annotations
@@ -62,14 +64,70 @@ PIPELINES = {
 }
 
 
-def _captured(spark, monkeypatch, shape: str, seed: int, finalize: bool):
-    """The rows Spark hands the pane walker for ``shape`` (in batches of 7) and the walker
-    function."""
+FIRES = wl.ValueStateDescriptor("fires", default=0)
+SEEN = wl.ValueStateDescriptor("seen", default=0)
+
+
+class EverythingRead(wl.ProcessWindowFunction):
+    """Reads all its context offers, keeps window and key state, writes side outputs, and
+    yields no row, one, or two per firing (JSON results)."""
+
+    def process(self, key, context, elements):
+        fires = context.window_state(FIRES)
+        fires.update(fires.value() + 1)
+        seen = context.global_state(SEEN)
+        seen.update(seen.value() + len(elements))
+        pane = context.pane
+        if len(elements) % 3 == 1:
+            context.output("odd", {"key": key, "n": len(elements), "index": pane.index})
+        if len(elements) % 5 == 4:
+            return
+        yield {"n": len(elements), "values": [e["value"] for e in elements],
+               "ts": [e["ts"] for e in elements], "window": list(context.window),
+               "index": pane.index, "when": pane.timing.value, "first": pane.is_first,
+               "last": pane.is_last, "wm": context.current_watermark,
+               "pt": context.current_processing_time, "fires": fires.value(),
+               "seen": seen.value(), "key_arg": key}
+        if pane.index % 2:
+            yield {"n": -1, "hour": elements[-1]["hour"]}
+
+
+class TypedTotals(wl.ProcessWindowFunction):
+    """Declared result columns and a typed side output."""
+
+    result_schema = "total long, n long, last_ts long"
+    big = wl.OutputTag("big", schema="key string, total long")
+
+    def process(self, key, context, elements):
+        total = sum(e["value"] for e in elements)
+        if total > 20:
+            context.output(self.big, {"key": key, "total": total})
+        yield {"total": total, "n": len(elements), "last_ts": elements[-1]["ts"]}
+
+
+def window_rows(key, window, elements):
+    """An ``apply`` function: one row per element."""
+    for i, e in enumerate(elements):
+        yield {"i": i, "value": e["value"], "start": window.start, "key_arg": key}
+
+
+FUNCTIONS = {
+    "batch": lambda p: p.process_panes(ElementsSeen()),
+    "process": lambda p: p.process(EverythingRead()),
+    "typed process": lambda p: p.process(TypedTotals()),
+    "apply": lambda p: p.apply(window_rows),
+}
+
+
+def _captured(spark, monkeypatch, shape: str, seed: int, finalize: bool,
+              function: str = "batch"):
+    """The rows Spark hands the pane walker for ``shape`` and ``function`` (in batches of 7)
+    and the walker function."""
     assigner, trigger, lateness = PIPELINES[shape]
     p = wl.Pipeline("seen", timestamp="ts").key_by("key").window(assigner)
     if trigger is not None:
         p = p.trigger(trigger)
-    p = p.allowed_lateness(lateness).process_panes(ElementsSeen())
+    p = FUNCTIONS[function](p.allowed_lateness(lateness))
     captured = []
     original = panes_module.map_in_arrow
 
@@ -123,6 +181,34 @@ def test_the_numpy_firings_equal_the_per_element_walk_row_for_row(
         assert "LATE" in timings
     else:                          # no lateness: late rows, passed through by both walks
         assert "late" in set(per_element.column(KIND).to_pylist())
+
+
+@pytest.mark.parametrize("shape", sorted(PIPELINES))
+@pytest.mark.parametrize("finalize", [True, False])
+def test_a_function_called_per_firing_is_called_as_the_per_element_walk_calls_it(
+        spark, monkeypatch, shape, finalize):
+    batches, walk = _captured(spark, monkeypatch, shape, seed=len(shape) + 1,
+                              finalize=finalize, function="process")
+    monkeypatch.setattr(pane_schedule, "CHUNK_ROWS", 30)
+    per_element = _walked(walk, batches, monkeypatch, in_numpy=False)
+    in_numpy = _walked(walk, batches, monkeypatch, in_numpy=True)
+    kinds = per_element.column(KIND).to_pylist()
+    assert kinds.count("firing") > 50 and "side" in kinds
+    assert in_numpy.equals(per_element)
+
+
+@pytest.mark.parametrize("function", ["typed process", "apply"])
+@pytest.mark.parametrize("shape", ["sliding, early 2, accumulating",
+                                   "tumbling, early 2, late 2, discarding"])
+def test_other_functions_called_per_firing_give_the_per_element_walks_rows(
+        spark, monkeypatch, function, shape):
+    batches, walk = _captured(spark, monkeypatch, shape, seed=3, finalize=True,
+                              function=function)
+    monkeypatch.setattr(pane_schedule, "CHUNK_ROWS", 30)
+    per_element = _walked(walk, batches, monkeypatch, in_numpy=False)
+    in_numpy = _walked(walk, batches, monkeypatch, in_numpy=True)
+    assert per_element.column(KIND).to_pylist().count("firing") > 50
+    assert in_numpy.equals(per_element)
 
 
 def test_a_key_run_longer_than_a_chunk_can_gather_is_walked_per_element(spark, monkeypatch):

@@ -172,8 +172,24 @@ class FunctionRunner:
         """Result rows for one firing, conformed to the declared type when there is one.
         ``contents`` is an accumulator, or the element list (after ``evict_before``) when
         buffered; ``None`` for an empty pane. A failing function is ``FUNCTION_FAILED``."""
+        return self._conformed(self._results, key, window, context, contents)
+
+    @property
+    def takes_values(self) -> bool:
+        """Whether the function reads only its elements' values (``process``, ``apply``):
+        ``value_results`` then gives the same rows as ``results``."""
+        return self.spec.kind in ("process", "apply")
+
+    def value_results(self, key: Any, window: Any, context: Context | None, values: list
+                      ) -> list[dict]:
+        """``results`` of a function that ``takes_values``, given the pane's element values
+        (a list of its own, which the function may keep) instead of its contents."""
+        return self._conformed(self._value_results, key, window, context, values)
+
+    def _conformed(self, produce: Callable, key: Any, window: Any, context: Context | None,
+                   contents: Any) -> list[dict]:
         try:
-            rows = self._results(key, window, context, contents)
+            rows = produce(key, window, context, contents)
         except WindowlibError:
             raise
         except Exception as exc:
@@ -227,13 +243,8 @@ class FunctionRunner:
     def _results(self, key: Any, window: Any, context: Context | None, contents: Any
                  ) -> list[dict]:
         spec = self.spec
-        if spec.kind == "apply":
-            values = [e.value for e in contents or ()]
-            apply = getattr(spec.fn, "apply", spec.fn)
-            return _rows(apply(key, window, values), "the window function")
-        if spec.kind == "process":
-            values = [e.value for e in contents or ()]
-            return _rows(spec.fn.process(key, context, values), "process()")
+        if spec.kind in ("process", "apply"):
+            return self._value_results(key, window, context, [e.value for e in contents or ()])
         if spec.kind == "batch":      # one pane per call here; the pane path sends many
             if not contents:
                 return []
@@ -255,6 +266,14 @@ class FunctionRunner:
         if result is None and spec.kind == "reduce":
             return [{}]
         return [_single(result)]
+
+    def _value_results(self, key: Any, window: Any, context: Context | None, values: list
+                       ) -> list[dict]:
+        spec = self.spec
+        if spec.kind == "process":
+            return _rows(spec.fn.process(key, context, values), "process()")
+        apply = getattr(spec.fn, "apply", spec.fn)
+        return _rows(apply(key, window, values), "the window function")
 
     @property
     def needs_clear(self) -> bool:

@@ -134,10 +134,13 @@ def process_queued(walker: Any, queued: dict[str, Any], lengths: Any,
     return batch_firings(walker, queued, output)
 
 
-def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
+def batch_firings(walker: Any, queued: dict[str, tuple], output: Any,
+                  numbers: Any = None) -> Any:
     """The tagged firing rows (one ``RecordBatch``) of ``process_panes``' ``output`` for the
     firings the pane ``walker`` queued (``queued``: ``QUEUED``'s columns, sequences or NumPy
-    arrays, with the key columns as ``KEY_ARRAYS`` instead of ``out_key``), in pane order."""
+    arrays, with the key columns as ``KEY_ARRAYS`` instead of ``out_key``), in pane order.
+    The rows are numbered (``N``) on from the walker's count, or by ``numbers`` (one per
+    output row, in pane order; the walker's count is then left as it is)."""
     pa = walker.pa
     import pyarrow.compute as pc
 
@@ -167,6 +170,8 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
                              code="FUNCTION_FAILED")
     order = pc.sort_indices(ids)     # stable: a pane's rows keep their order
     table, ids = table.take(order), ids.take(order).combine_chunks()
+    if numbers is not None:
+        numbers = pa.array(numbers, type=pa.int64()).take(order)
     m = len(table)
     meta = {name: queued[name] for name in QUEUED[:10]}
     clocks = {name: finite_clocks(meta.pop(name)) for name in CLOCK_COLUMNS}
@@ -177,7 +182,8 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
         if name == KIND:
             arrays.append(pa.array(["firing"] * m, type=field.type))
         elif name == N:
-            arrays.append(pa.array(range(walker.n + 1, walker.n + m + 1), type=field.type))
+            arrays.append(pa.array(range(walker.n + 1, walker.n + m + 1) if numbers is None
+                                   else numbers, type=field.type))
         elif name in keys:
             arrays.append(keys[name].take(ids))
         elif name in clocks:
@@ -193,7 +199,8 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any) -> Any:
                     f"{field.type}: {exc}", code="RESULT_SCHEMA_MISMATCH") from None
         else:
             arrays.append(pa.nulls(m, type=field.type))
-    walker.n += m
+    if numbers is None:
+        walker.n += m
     return pa.RecordBatch.from_arrays(arrays, schema=walker.arrow_schema)
 
 

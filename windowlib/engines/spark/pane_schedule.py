@@ -56,6 +56,7 @@ from windowlib.engines.spark.pane_batches import (
     key_arrays,
     process_queued,
 )
+from windowlib.engines.spark.pane_calls import firing_calls
 from windowlib.engines.spark.walk_values import py_values
 
 __all__ = ["CHUNK_ROWS", "GATHER_ROWS", "eligible", "walk"]
@@ -67,10 +68,13 @@ _EARLY, _ON_TIME, _LATE = 0, 1, 2
 
 
 def eligible(walker: Any) -> bool:
-    """Whether ``walker`` (a ``PaneWalker``) can compute its firings here: panes of input
-    row numbers (a batch function, no evictor) over event-time windows of one size with
-    only the end-of-window timer and count early and late firings."""
-    return bool(walker.arrow_elements and walker.end_timer and walker.every is None
+    """Whether ``walker`` (a ``PaneWalker``) can compute its firings here: a batch function
+    whose panes hold input row numbers, or a ``process`` or ``apply`` function (called per
+    firing), without an evictor, over event-time windows of one size with only the
+    end-of-window timer and count early and late firings."""
+    return bool((walker.arrow_elements or walker.runner.takes_values)
+                and walker.evictor is None
+                and walker.end_timer and walker.every is None
                 and walker.early_first is None and not walker.global_window)
 
 
@@ -138,6 +142,9 @@ def _chunk(walker: Any, table: Any, starts: np.ndarray) -> Iterator[Any]:
         _firings(walker, table, lengths)
     if firings is None:     # the per-element walk decides (KEY_STATE_LIMIT, or a kept row
         yield from walker.walk_each(table.to_batches())     # past its window's cleanup)
+        return
+    if not walker.batching:         # a function called per firing
+        yield from firing_calls(walker, firings, table, starts, firing_meta(walker, firings))
         return
     key_values = [py_values(table.column(c).take(starts).combine_chunks())
                   for c in walker.key_columns]
@@ -221,7 +228,7 @@ def _firings(walker: Any, table: Any, run_lengths: np.ndarray) -> dict | None:
         "index": index[output], "b": fire_b[output], "phase": phase[output],
         "sub": fire_sub[output], "watermark": watermark[output],
         "processing": processing[output], "first": pane_first[output],
-        "last": pos[output], "order": order}
+        "last": pos[output], "window": win[output], "order": order}
 
 
 def _rank_in_window(flags: np.ndarray, first: np.ndarray, window: np.ndarray) -> np.ndarray:
@@ -253,12 +260,19 @@ def _call(walker: Any, firings: dict, lengths: np.ndarray, elements: Any, out_ke
     total = int(lengths.sum())
     offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     rows = firings["order"][np.repeat(firings["first"], lengths) + offsets]
-    ws, kind, run = firings["ws"], firings["kind"], firings["run"]
-    queued = {      # QUEUED's columns by name (``out_key``: ``KEY_ARRAYS``; ``elements``: below)
+    run = firings["run"]
+    queued = firing_meta(walker, firings)   # ``elements``: below
+    queued[KEY_ARRAYS] = {c: a.take(run) for c, a in keys.items()}
+    queued["key_arg"] = [walker.logic.key_argument(out_keys[int(run[0])])]
+    return process_queued(walker, queued, lengths, elements.take(rows))
+
+
+def firing_meta(walker: Any, firings: dict) -> dict[str, Any]:
+    """``QUEUED``'s columns of ``firings`` by name, but the key (``out_key``, ``key_arg``)
+    and the elements."""
+    ws, kind = firings["ws"], firings["kind"]
+    return {
         "window_start": ws, "window_end": ws + walker.size, "pane_index": firings["index"],
         "timing": _TIMINGS[kind], "is_final": (kind == _ON_TIME) & (walker.lateness == 0),
         "watermark": firings["watermark"], "processing_time": firings["processing"],
-        B: firings["b"], PHASE: firings["phase"], SUB: firings["sub"],
-        KEY_ARRAYS: {c: a.take(run) for c, a in keys.items()},
-        "key_arg": [walker.logic.key_argument(out_keys[int(run[0])])]}
-    return process_queued(walker, queued, lengths, elements.take(rows))
+        B: firings["b"], PHASE: firings["phase"], SUB: firings["sub"]}

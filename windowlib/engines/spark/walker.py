@@ -224,15 +224,19 @@ class Walker:
         rows, self.rows = self.rows, []
         schema = self.arrow_schema
         columns = list(zip(*rows)) if rows else [()] * len(schema)
-        arrays = []
-        for field, values in zip(schema, columns):
-            try:
-                arrays.append(pa.array(values, type=field.type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
-                raise ExecutionError(
-                    f"output column {field.name!r} cannot hold the values the pipeline "
-                    f"produced ({exc})", code="RESULT_SCHEMA_MISMATCH") from exc
+        arrays = [self.column_array(field, values) for field, values in zip(schema, columns)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def column_array(self, field: Any, values: Any) -> Any:
+        """``values`` as the Arrow array of the output column ``field``; values it cannot
+        hold are ``RESULT_SCHEMA_MISMATCH``."""
+        pa = self.pa
+        try:
+            return pa.array(values, type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
+            raise ExecutionError(
+                f"output column {field.name!r} cannot hold the values the pipeline "
+                f"produced ({exc})", code="RESULT_SCHEMA_MISMATCH") from exc
 
     # --- per key ---------------------------------------------------------------------------
     def start_key(self, key: tuple) -> None:

@@ -1,0 +1,160 @@
+"""A ``process`` or ``apply`` window function called once per firing over
+``pane_schedule``'s NumPy firings. Python runs per input row only to build the element value
+the per-element walk builds (its row dict), and per firing only for the call; the firing
+rows are written in Arrow from the firings' columns (``pane_batches.batch_firings``), not as
+one tuple per row.
+
+Equal to the per-element walk (``pane_walker.PaneWalker``) because each call gets what the
+walk would give it, in the same order (``pane_schedule`` orders the firings as the walk
+emits them):
+
+- the key's scope (``global_state``, the key argument) per key run, and one
+  ``window_state`` per window;
+- the pane's elements in arrival order (accumulating: all of the window's so far;
+  discarding: those since its last firing);
+- the firing's clocks and position, which ``Context`` and side outputs read from the walker;
+- the result rows checked as ``Walker.emit_result`` checks them (``check_result_columns``)
+  and numbered after the side outputs the call wrote (``N``), as the walk numbers them.
+
+``tests/spark/test_pane_schedule.py`` compares both walks' outputs row for row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from windowlib.core.batch import PANE_ID
+from windowlib.core.codec import to_json
+from windowlib.core.functions import Context
+from windowlib.core.outputs import check_result_columns
+from windowlib.core.pane import Timing, pane_info
+from windowlib.core.windows import TimeWindow
+from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS
+from windowlib.engines.spark.pane_batches import KEY_ARRAYS, batch_firings, key_arrays
+from windowlib.engines.spark.pane_records import KeyScope
+from windowlib.engines.spark.walk_values import batch_columns, py_values
+
+__all__ = ["firing_calls"]
+
+# by ``pane_schedule``'s timing codes (EARLY 0, ON_TIME 1, LATE 2)
+_TIMINGS = (Timing.EARLY, Timing.ON_TIME, Timing.LATE)
+_ON_TIME = 1
+
+
+class _WindowState:
+    """What a ``Context`` reads of a window: its ``window_state`` values."""
+
+    __slots__ = ("fn_state",)
+
+    def __init__(self) -> None:
+        self.fn_state: dict = {}
+
+
+def firing_calls(walker: Any, firings: dict, table: Any, starts: np.ndarray,
+                 meta: dict[str, Any]) -> Iterator[Any]:
+    """The output of one chunk of complete key runs (``table``, runs beginning at
+    ``starts``) whose ``firings`` ``pane_schedule`` computed: the function called per firing
+    (``meta``: the firings' columns of the tagged output, ``pane_schedule.firing_meta``
+    without the key arrays), then the firing rows as one batch."""
+    config = walker.config
+    user_columns = config.user_columns
+    batch = table.combine_chunks().to_batches()[0]
+    cols, raw_cols = batch_columns(batch, user_columns, set(config.json_columns))
+    key_idx = [user_columns.index(c) for c in walker.key_columns]
+    first_rows = starts.tolist()
+    keys = [tuple(cols[j][s] for j in key_idx) for s in first_rows]
+    out_keys = [tuple(raw_cols[j][s] for j in key_idx) for s in first_rows]
+    elements = _elements(cols, firings["order"], user_columns,
+                         py_values(batch.column(ABSENT)) if config.has_absent else None)
+    rows, owner, numbers = _call_each(walker, firings, elements, keys, out_keys)
+    if rows:
+        per_run = key_arrays(walker, [list(c) for c in zip(*out_keys)])
+        meta[KEY_ARRAYS] = {c: a.take(firings["run"]) for c, a in per_run.items()}
+        yield batch_firings(walker, meta, _results_table(walker, rows, owner),
+                            numbers=np.asarray(numbers, dtype=np.int64))
+    if len(walker.rows) >= FLUSH_ROWS:     # side outputs
+        yield walker.flush()
+
+
+
+def _elements(cols: list[list], order: np.ndarray, user_columns: tuple,
+              absent: list | None) -> list[dict]:
+    """Each row's element value as the walk buffers it (a row dict of the user columns,
+    absent ones left out), in ``order``."""
+    rows = list(zip(*cols))
+    elements = [dict(zip(user_columns, rows[j])) for j in order.tolist()]
+    if absent is not None:
+        for element, j in zip(elements, order.tolist()):
+            for c in absent[j] or ():
+                element.pop(c, None)
+    return elements
+
+
+def _call_each(walker: Any, firings: dict, elements: list, keys: list, out_keys: list
+               ) -> tuple[list[dict], list[int], list[int]]:
+    """The function called per firing, in order: the result rows, the firing each belongs
+    to and each row's number (``N``)."""
+    results, size = walker.runner.value_results, walker.size
+    uses_context = walker.uses_context
+    clock, position, logic = walker.clock, walker.walk, walker.logic
+    final_on_time = walker.lateness == 0
+    run, ws, window = (firings[k].tolist() for k in ("run", "ws", "window"))
+    kind, index, b, phase, sub = (firings[k].tolist()
+                                  for k in ("kind", "index", "b", "phase", "sub"))
+    watermark, processing = firings["watermark"].tolist(), firings["processing"].tolist()
+    first, last = firings["first"].tolist(), firings["last"].tolist()
+    states: dict[int, _WindowState] = {}
+    rows: list[dict] = []
+    owner: list[int] = []
+    numbers: list[int] = []
+    current, scope, key_arg = -1, None, None
+    for i in range(len(run)):
+        r = run[i]
+        if r != current:
+            current = r
+            walker.out_key = out_keys[r]
+            scope = KeyScope(walker, logic.key_argument(keys[r]))
+            key_arg = scope.key_arg
+        clock.watermark, clock.processing_time = watermark[i], processing[i]
+        position.b, position.phase, position.sub = b[i], phase[i], sub[i]
+        start = ws[i]
+        bounds = TimeWindow(start, start + size)
+        context = None
+        if uses_context:
+            k = kind[i]
+            state = states.get(window[i])
+            if state is None:
+                state = states[window[i]] = _WindowState()
+            context = Context(scope, bounds, state,
+                              pane_info(index[i], _TIMINGS[k], k == _ON_TIME and final_on_time))
+        produced = results(key_arg, bounds, context, elements[first[i]:last[i] + 1])
+        if produced:
+            for result in produced:
+                check_result_columns(result)
+            n = walker.n
+            rows.extend(produced)
+            owner.extend([i] * len(produced))
+            numbers.extend(range(n + 1, n + 1 + len(produced)))
+            walker.n = n + len(produced)
+    return rows, owner, numbers
+
+
+def _results_table(walker: Any, rows: list[dict], owner: list[int]) -> Any:
+    """The result rows as a table of ``pane_batches.batch_firings``' input: the firing each
+    belongs to (``PANE_ID``) and the result columns (JSON text, or the declared columns)."""
+    pa = walker.pa
+    columns: dict[str, Any] = {PANE_ID: pa.array(owner, type=pa.int64())}
+    if walker.result_mode == "json":
+        skip = walker.skip_in_json
+        texts = [to_json(r if skip.isdisjoint(r) else
+                         {k: v for k, v in r.items() if k not in skip}) for r in rows]
+        columns[walker.result_names[0]] = pa.array(texts, type=pa.string())
+    else:
+        schema = walker.arrow_schema
+        for name in walker.result_names:
+            columns[name] = walker.column_array(schema.field(name),
+                                                [r.get(name) for r in rows])
+    return pa.table(columns)
