@@ -29,7 +29,7 @@ import numpy as np
 from windowlib.core.batch import PANE_ID
 from windowlib.core.codec import to_json
 from windowlib.core.functions import Context
-from windowlib.core.outputs import check_result_columns
+from windowlib.core.outputs import RESERVED_COLUMNS, check_result_columns
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS
@@ -73,11 +73,9 @@ def firing_calls(walker: Any, firings: dict, table: Any, starts: np.ndarray,
     if rows:
         per_run = key_arrays(walker, [list(c) for c in zip(*out_keys)])
         meta[KEY_ARRAYS] = {c: a.take(firings["run"]) for c, a in per_run.items()}
-        yield batch_firings(walker, meta, _results_table(walker, rows, owner),
-                            numbers=np.asarray(numbers, dtype=np.int64))
+        yield batch_firings(walker, meta, _results_table(walker, rows, owner), numbers=numbers)
     if len(walker.rows) >= FLUSH_ROWS:     # side outputs
         yield walker.flush()
-
 
 
 def _elements(cols: list[list], order: np.ndarray, user_columns: tuple,
@@ -94,9 +92,10 @@ def _elements(cols: list[list], order: np.ndarray, user_columns: tuple,
 
 
 def _call_each(walker: Any, firings: dict, elements: list, keys: list, out_keys: list
-               ) -> tuple[list[dict], list[int], list[int]]:
+               ) -> tuple[list[dict], np.ndarray, np.ndarray]:
     """The function called per firing, in order: the result rows, the firing each belongs
     to and each row's number (``N``)."""
+    reserved = RESERVED_COLUMNS
     results, size = walker.runner.value_results, walker.size
     uses_context = walker.uses_context
     clock, position, logic = walker.clock, walker.walk, walker.logic
@@ -108,8 +107,8 @@ def _call_each(walker: Any, firings: dict, elements: list, keys: list, out_keys:
     first, last = firings["first"].tolist(), firings["last"].tolist()
     states: dict[int, _WindowState] = {}
     rows: list[dict] = []
-    owner: list[int] = []
-    numbers: list[int] = []
+    counts = np.zeros(len(run), dtype=np.int64)       # result rows per firing
+    after_side = np.zeros(len(run), dtype=np.int64)   # the row number before them
     current, scope, key_arg = -1, None, None
     for i in range(len(run)):
         r = run[i]
@@ -133,20 +132,22 @@ def _call_each(walker: Any, firings: dict, elements: list, keys: list, out_keys:
         produced = results(key_arg, bounds, context, elements[first[i]:last[i] + 1])
         if produced:
             for result in produced:
-                check_result_columns(result)
-            n = walker.n
+                if not reserved.isdisjoint(result):
+                    check_result_columns(result)
             rows.extend(produced)
-            owner.extend([i] * len(produced))
-            numbers.extend(range(n + 1, n + 1 + len(produced)))
-            walker.n = n + len(produced)
-    return rows, owner, numbers
+            counts[i] = len(produced)
+            after_side[i] = walker.n      # the call's side outputs took their numbers
+            walker.n += len(produced)
+    owner = np.repeat(np.arange(len(run)), counts)
+    first_number = np.repeat(after_side + 1 - np.cumsum(counts) + counts, counts)
+    return rows, owner, first_number + np.arange(len(owner))
 
 
-def _results_table(walker: Any, rows: list[dict], owner: list[int]) -> Any:
+def _results_table(walker: Any, rows: list[dict], owner: np.ndarray) -> Any:
     """The result rows as a table of ``pane_batches.batch_firings``' input: the firing each
     belongs to (``PANE_ID``) and the result columns (JSON text, or the declared columns)."""
     pa = walker.pa
-    columns: dict[str, Any] = {PANE_ID: pa.array(owner, type=pa.int64())}
+    columns: dict[str, Any] = {PANE_ID: pa.array(owner)}
     if walker.result_mode == "json":
         skip = walker.skip_in_json
         texts = [to_json(r if skip.isdisjoint(r) else
