@@ -19,6 +19,7 @@ from typing import Any
 from windowlib.core.errors import StateError
 
 _TAG = "$t"
+TAG = _TAG    # the key of a tagged value: a row holding it is not its own encoding
 # one compact encoder: json.dumps builds a new JSONEncoder on every call with non-default
 # separators, which costs more than encoding a small row
 _COMPACT = json.JSONEncoder(separators=(",", ":"))

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from windowlib.core.batch import PANE_ID
-from windowlib.core.codec import to_json
 from windowlib.core.functions import Context
 from windowlib.core.outputs import RESERVED_COLUMNS, check_result_columns
 from windowlib.core.pane import Timing, pane_info
 from windowlib.core.windows import TimeWindow
 from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS
+from windowlib.engines.spark.json_rows import json_texts
 from windowlib.engines.spark.pane_batches import KEY_ARRAYS, batch_firings, key_arrays
 from windowlib.engines.spark.pane_records import KeyScope
 from windowlib.engines.spark.walk_values import batch_columns, py_values
@@ -145,14 +145,15 @@ def _call_each(walker: Any, firings: dict, elements: list, keys: list, out_keys:
 
 def _results_table(walker: Any, rows: list[dict], owner: np.ndarray) -> Any:
     """The result rows as a table of ``pane_batches.batch_firings``' input: the firing each
-    belongs to (``PANE_ID``) and the result columns (JSON text, or the declared columns)."""
+    belongs to (``PANE_ID``) and the result columns (JSON text by ``json_rows``, or the
+    declared columns)."""
     pa = walker.pa
     columns: dict[str, Any] = {PANE_ID: pa.array(owner)}
     if walker.result_mode == "json":
         skip = walker.skip_in_json
-        texts = [to_json(r if skip.isdisjoint(r) else
-                         {k: v for k, v in r.items() if k not in skip}) for r in rows]
-        columns[walker.result_names[0]] = pa.array(texts, type=pa.string())
+        columns[walker.result_names[0]] = json_texts(
+            [r if skip.isdisjoint(r) else {k: v for k, v in r.items() if k not in skip}
+             for r in rows])
     else:
         schema = walker.arrow_schema
         for name in walker.result_names:
