@@ -37,11 +37,10 @@ from windowlib.engines.spark.pane_batches import KEY_ARRAYS, batch_firings, key_
 from windowlib.engines.spark.pane_records import KeyScope
 from windowlib.engines.spark.walk_values import batch_columns, py_values
 
-__all__ = ["firing_calls"]
+__all__ = ["TIMINGS", "firing_calls"]
 
-# by ``pane_schedule``'s timing codes (EARLY 0, ON_TIME 1, LATE 2)
-_TIMINGS = (Timing.EARLY, Timing.ON_TIME, Timing.LATE)
-_ON_TIME = 1
+# the firings' timing codes (``pane_schedule``'s ``kind`` column) index this
+TIMINGS = (Timing.EARLY, Timing.ON_TIME, Timing.LATE)
 
 
 class _WindowState:
@@ -69,7 +68,8 @@ def firing_calls(walker: Any, firings: dict, table: Any, starts: np.ndarray,
     out_keys = [tuple(raw_cols[j][s] for j in key_idx) for s in first_rows]
     elements = _elements(cols, firings["order"], user_columns,
                          py_values(batch.column(ABSENT)) if config.has_absent else None)
-    rows, owner, numbers = _call_each(walker, firings, elements, keys, out_keys)
+    rows, owner, numbers = _call_each(walker, firings, meta["is_final"].tolist(), elements,
+                                      keys, out_keys)
     if rows:
         per_run = key_arrays(walker, [list(c) for c in zip(*out_keys)])
         meta[KEY_ARRAYS] = {c: a.take(firings["run"]) for c, a in per_run.items()}
@@ -91,15 +91,15 @@ def _elements(cols: list[list], order: np.ndarray, user_columns: tuple,
     return elements
 
 
-def _call_each(walker: Any, firings: dict, elements: list, keys: list, out_keys: list
-               ) -> tuple[list[dict], np.ndarray, np.ndarray]:
-    """The function called per firing, in order: the result rows, the firing each belongs
-    to and each row's number (``N``)."""
+def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys: list,
+               out_keys: list) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    """The function called per firing, in order (``is_final``: per firing, the pane's
+    ``is_last``): the result rows, the firing each belongs to and each row's number
+    (``N``)."""
     reserved = RESERVED_COLUMNS
     results, size = walker.runner.value_results, walker.size
     uses_context = walker.uses_context
     clock, position, logic = walker.clock, walker.walk, walker.logic
-    final_on_time = walker.lateness == 0
     run, ws, window = (firings[k].tolist() for k in ("run", "ws", "window"))
     kind, index, b, phase, sub = (firings[k].tolist()
                                   for k in ("kind", "index", "b", "phase", "sub"))
@@ -123,12 +123,11 @@ def _call_each(walker: Any, firings: dict, elements: list, keys: list, out_keys:
         bounds = TimeWindow(start, start + size)
         context = None
         if uses_context:
-            k = kind[i]
             state = states.get(window[i])
             if state is None:
                 state = states[window[i]] = _WindowState()
             context = Context(scope, bounds, state,
-                              pane_info(index[i], _TIMINGS[k], k == _ON_TIME and final_on_time))
+                              pane_info(index[i], TIMINGS[kind[i]], is_final[i]))
         produced = results(key_arg, bounds, context, elements[first[i]:last[i] + 1])
         if produced:
             for result in produced:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from windowlib.core.pane import Timing
 from windowlib.core.time import MAX_TS, MIN_TS
 from windowlib.engines.spark.columns import (
     PHASE,
@@ -56,15 +57,16 @@ from windowlib.engines.spark.pane_batches import (
     key_arrays,
     process_queued,
 )
-from windowlib.engines.spark.pane_calls import firing_calls
+from windowlib.engines.spark.pane_calls import TIMINGS, firing_calls
 from windowlib.engines.spark.walk_values import py_values
 
 __all__ = ["CHUNK_ROWS", "GATHER_ROWS", "eligible", "walk"]
 
 CHUNK_ROWS = 65_536        # input rows gathered before the complete key runs are walked
 GATHER_ROWS = 4 * CHUNK_ROWS     # a key run longer than this: the rest per element
-_TIMINGS = np.array(["EARLY", "ON_TIME", "LATE"], dtype=object)
-_EARLY, _ON_TIME, _LATE = 0, 1, 2
+_TIMINGS = np.array([t.value for t in TIMINGS], dtype=object)
+_EARLY, _ON_TIME, _LATE = (TIMINGS.index(t) for t in (Timing.EARLY, Timing.ON_TIME,
+                                                        Timing.LATE))
 
 
 def eligible(walker: Any) -> bool:
