@@ -18,8 +18,7 @@ from typing import Any
 
 from windowlib.core.errors import StateError
 
-_TAG = "$t"
-TAG = _TAG    # the key of a tagged value: a row holding it is not its own encoding
+TAG = "$t"    # the key of a tagged value: a row holding it is not its own encoding
 # one compact encoder: json.dumps builds a new JSONEncoder on every call with non-default
 # separators, which costs more than encoding a small row
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
@@ -31,29 +30,29 @@ def encode(value: Any) -> Any:
     if value is None or t is bool or t is int or t is str:
         return value
     if t is float:
-        return value if math.isfinite(value) else {_TAG: "float", "v": repr(value)}
+        return value if math.isfinite(value) else {TAG: "float", "v": repr(value)}
     if t is list:
         return [encode(v) for v in value]
     if t is dict:
-        if all(type(k) is str for k in value) and _TAG not in value:
+        if all(type(k) is str for k in value) and TAG not in value:
             return {k: encode(v) for k, v in value.items()}
-        return {_TAG: "dict", "v": [[encode(k), encode(v)] for k, v in value.items()]}
+        return {TAG: "dict", "v": [[encode(k), encode(v)] for k, v in value.items()]}
     if t is tuple:
-        return {_TAG: "tuple", "v": [encode(v) for v in value]}
+        return {TAG: "tuple", "v": [encode(v) for v in value]}
     if t is set or t is frozenset:
-        return {_TAG: "set", "v": sorted((encode(v) for v in value), key=repr)}
+        return {TAG: "set", "v": sorted((encode(v) for v in value), key=repr)}
     if t is bytes:
-        return {_TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
+        return {TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
     if t is Decimal:
-        return {_TAG: "decimal", "v": str(value)}
+        return {TAG: "decimal", "v": str(value)}
     if isinstance(value, _dt.datetime):
-        return {_TAG: "datetime", "v": value.isoformat()}
+        return {TAG: "datetime", "v": value.isoformat()}
     if isinstance(value, _dt.date):
-        return {_TAG: "date", "v": value.isoformat()}
+        return {TAG: "date", "v": value.isoformat()}
     if isinstance(value, _dt.time):
-        return {_TAG: "time", "v": value.isoformat()}
+        return {TAG: "time", "v": value.isoformat()}
     if isinstance(value, _dt.timedelta):
-        return {_TAG: "timedelta", "v": [value.days, value.seconds, value.microseconds]}
+        return {TAG: "timedelta", "v": [value.days, value.seconds, value.microseconds]}
     if isinstance(value, int | float | str):  # subclasses such as IntEnum or numpy scalars
         return encode(_plain(value))
     raise StateError(
@@ -73,7 +72,7 @@ def to_json(value: Any) -> str:
     """Compact JSON text of ``encode(value)``. A flat row of integers, strings, booleans and
     nulls under string keys (what most window functions return) is its own encoding and is
     written here without building a JSON encoder per call."""
-    if type(value) is dict and _TAG not in value:
+    if type(value) is dict and TAG not in value:
         text, quote = _SCALAR_TEXT, json.encoder.encode_basestring_ascii
         parts = []
         for k, v in value.items():
@@ -113,7 +112,7 @@ def decode(data: Any) -> Any:
     if t is list:
         return [decode(v) for v in data]
     if t is dict:
-        tag = data.get(_TAG)
+        tag = data.get(TAG)
         if tag is not None:
             try:
                 return _DECODERS[tag](data["v"])

@@ -41,16 +41,16 @@ def _run(rows: list[dict], keys: tuple) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not keys or TAG in keys or not all(type(k) is str for k in keys):
-        return pa.array([to_json(r) for r in rows], type=pa.string())
     pieces: list[Any] = []
-    for position, key in enumerate(keys):
-        text = _column_text([r[key] for r in rows])
-        if text is None:
-            return pa.array([to_json(r) for r in rows], type=pa.string())
-        pieces += [pa.scalar(("{" if position == 0 else ",") + quote(key) + ":"), text]
-    pieces.append(pa.scalar("}"))
-    return pc.binary_join_element_wise(*pieces, "")
+    if keys and TAG not in keys and all(type(k) is str for k in keys):
+        for position, key in enumerate(keys):
+            text = _column_text([r[key] for r in rows])
+            if text is None:
+                break
+            pieces += [pa.scalar(("{" if position == 0 else ",") + quote(key) + ":"), text]
+        else:
+            return pc.binary_join_element_wise(*pieces, pa.scalar("}"), "")
+    return pa.array([to_json(r) for r in rows], type=pa.string())
 
 
 def _column_text(values: list) -> Any:

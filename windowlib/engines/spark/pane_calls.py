@@ -72,8 +72,9 @@ def firing_calls(walker: Any, firings: dict, table: Any, starts: np.ndarray,
                                       keys, out_keys)
     if rows:
         per_run = key_arrays(walker, [list(c) for c in zip(*out_keys)])
-        meta[KEY_ARRAYS] = {c: a.take(firings["run"]) for c, a in per_run.items()}
-        yield batch_firings(walker, meta, _results_table(walker, rows, owner), numbers=numbers)
+        queued = {**meta, KEY_ARRAYS: {c: a.take(firings["run"]) for c, a in per_run.items()}}
+        yield batch_firings(walker, queued, _results_table(walker, rows, owner),
+                            numbers=numbers)
     if len(walker.rows) >= FLUSH_ROWS:     # side outputs
         yield walker.flush()
 
@@ -82,10 +83,10 @@ def _elements(cols: list[list], order: np.ndarray, user_columns: tuple,
               absent: list | None) -> list[dict]:
     """Each row's element value as the walk buffers it (a row dict of the user columns,
     absent ones left out), in ``order``."""
-    rows = list(zip(*cols))
-    elements = [dict(zip(user_columns, rows[j])) for j in order.tolist()]
+    rows, positions = list(zip(*cols)), order.tolist()
+    elements = [dict(zip(user_columns, rows[j])) for j in positions]
     if absent is not None:
-        for element, j in zip(elements, order.tolist()):
+        for element, j in zip(elements, positions):
             for c in absent[j] or ():
                 element.pop(c, None)
     return elements

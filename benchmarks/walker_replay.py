@@ -1,0 +1,105 @@
+"""The pane walker's Python alone: capture once what Spark hands it, then replay it in one
+process (CPU of one core, no Spark in the timing).
+
+``capture`` runs the pane path of ``spark_general_path.py``'s pipeline (``--case``) once over
+the clickstream and saves the walker's input rows (Parquet, one file per partition, in
+order) and the walker function (cloudpickle). ``time`` replays every partition through the
+function ``--repeat`` times and prints each wall time; ``profile`` runs it once under
+cProfile. Replays read the code on ``PYTHONPATH``, so two checkouts can be compared over the
+same captured input.
+
+    PYTHONPATH=<checkout>:<checkout>/benchmarks .venv/bin/python benchmarks/walker_replay.py \\
+        capture|time|profile [--case python|python_batch] [--data DIR] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import pickle
+import shutil
+import sys
+import time
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def capture(case: str, data: str, out: str) -> None:
+    from clickstream import ensure_clickstream
+    from pyspark import cloudpickle
+    from spark_general_path import pipelines
+
+    from windowlib.engines.spark import panes, run_dataframe
+    from windowlib.engines.spark.session import get_or_create_session
+
+    spark = get_or_create_session()
+    frame = spark.read.parquet(ensure_clickstream(data, 1_000_000, 100_000, spark=spark))
+    original = panes.map_in_arrow
+
+    def saved(rows, fn, schema):
+        shutil.rmtree(out, ignore_errors=True)
+        rows.write.parquet(os.path.join(out, "rows"))
+        with open(os.path.join(out, "walker.pkl"), "wb") as f:
+            cloudpickle.dump(fn, f)
+        return original(rows, fn, schema)
+
+    panes.map_in_arrow = saved
+    result = run_dataframe(pipelines()[case], frame, arrival="arrival_hour", finalize=True,
+                           path="panes")
+    result.unpersist()
+
+
+def replay(out: str) -> int:
+    """Every captured partition through the walker function; the output rows' count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(os.path.join(out, "walker.pkl"), "rb") as f:
+        walk = pickle.load(f)
+
+    def as_spark_sends(schema):      # Parquet gives nanoseconds; Arrow from Spark UTC micros
+        return pa.schema([pa.field(f.name, pa.timestamp("us", tz="UTC"))
+                          if pa.types.is_timestamp(f.type) else f for f in schema])
+
+    n = 0
+    for path in sorted(glob.glob(os.path.join(out, "rows", "*.parquet"))):
+        batches = (b.cast(as_spark_sends(b.schema))
+                   for b in pq.ParquetFile(path).iter_batches(batch_size=10_000))
+        for batch in walk(batches):
+            n += batch.num_rows
+    return n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=("capture", "time", "profile"))
+    parser.add_argument("--case", default="python", choices=("python", "python_batch"))
+    parser.add_argument("--data", default="/tmp/wl-bench-1m", help="clickstream directory")
+    parser.add_argument("--out", default=None, help="capture directory "
+                        "(default: /tmp/wl-walker-<case>)")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    out = args.out or f"/tmp/wl-walker-{args.case}"
+    if args.step == "capture":
+        capture(args.case, args.data, out)
+    elif args.step == "profile":
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile()
+        profile.runcall(replay, out)
+        pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+    else:
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            n = replay(out)
+            print(f"{n} output rows in {time.perf_counter() - t0:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
