@@ -198,3 +198,19 @@ def test_a_compaction_keeps_rows_and_version_and_yields_to_a_publish(root_uri, s
     with pytest.raises(StateError) as err:      # a compaction never changes the rows
         table.replace_files(table.open(), [merged], [files[0]])
     assert err.value.code == "STATE_INVALID"
+
+
+def test_the_kept_handle_follows_commits_of_another_writer_and_open_stays_put(root_uri,
+                                                                             s3_settings):
+    reader, writer = _table(root_uri, s3_settings), _table(root_uri, s3_settings)
+    files = [_stage(writer, s3_settings, f"v={v:08d}-kk{v:010d}", v) for v in range(1, 4)]
+    assert reader.current() is None
+    writer.publish(TableSnapshot(1, 1, "r1", tuple(files[:1]), SCHEMA))
+    kept = reader.current()
+    assert kept.transaction_version("windowlib") == 1
+    own = reader.open()                       # a handle of its own stays at its version
+    writer.publish(TableSnapshot(2, 1, "r2", tuple(files[:2]), SCHEMA))
+    writer.publish(TableSnapshot(3, 1, "r3", tuple(files), SCHEMA))
+    assert reader.current() is kept and kept.transaction_version("windowlib") == 3
+    assert _runs_seen(kept) == {v: ROWS for v in range(1, 4)}
+    assert own.transaction_version("windowlib") == 1 and _runs_seen(own) == {1: ROWS}

@@ -74,7 +74,7 @@ def compact_tables(spark: Any, cs: CheckpointStore, tables: Mapping[str, OutputT
     plans: dict[str, tuple[OutputTable, Any, list[TableFile], Uri]] = {}
     writes = []
     for name, table in tables.items():
-        dt = table.open()
+        dt = table.current()
         if dt is None or dt.transaction_version(APP_ID) != head.version:
             continue
         small = table.small_files(dt, budget)

@@ -106,7 +106,7 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
         committed: list[Any] = []
         for name, table in tables.items():
             try:
-                dt = table.open()
+                dt = table.current()
                 state = table.state(dt) if dt is not None else None
                 if state is not None and state.checkpoint_version == head.version:
                     report[name] = {"version": state.checkpoint_version,
@@ -140,7 +140,7 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
         except Exception as exc:     # the files stay as they are: never fails a publish
             log.warning("output tables of %s not compacted: %s", cs.pipeline, exc)
         try:
-            register_tables(spark, cs, settings=settings)
+            _register(spark, cs, tables, _database(spark, None))
         except Exception as exc:     # the catalog is a convenience: never fails a publish
             log.warning("Spark catalog names of %s not updated: %s", cs.pipeline, exc)
     return report
@@ -195,16 +195,21 @@ def register_tables(spark: Any, source: str | CheckpointStore, *, database: str 
     a shared metastore runs ``REFRESH TABLE`` to see a newer version. Needs a location Spark
     reads: ``file://``, or ``s3://`` where the s3a connector is installed
     (``spark.windowlib.io.s3=spark``); otherwise ``TABLE_UNAVAILABLE``."""
+    cs = source if isinstance(source, CheckpointStore) else reader_store(source, settings)
+    return _register(spark, cs, _tables(cs, settings), _database(spark, database))
+
+
+def _register(spark: Any, cs: CheckpointStore, tables: dict[str, OutputTable],
+              db: str) -> dict[str, str]:
+    """:func:`register_tables` with the table objects a publish already opened."""
     from windowlib.runs.compaction import table_struct
     from windowlib.runs.frames import use_spark_io
 
-    cs = source if isinstance(source, CheckpointStore) else reader_store(source, settings)
-    db = _database(spark, database)
     quiet_glob_locations(spark)
     names: dict[str, str] = {}
     firings_schema = None
-    for name, table in _tables(cs, settings).items():
-        dt = table.open()
+    for name, table in tables.items():
+        dt = table.current()
         if dt is None:
             continue
         if not use_spark_io(spark, table.location):

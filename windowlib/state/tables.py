@@ -118,6 +118,7 @@ class OutputTable:
         self.name = name
         self.location = Uri.parse(pipeline_store.uri_for(L.table_prefix(name)))
         self.settings = settings
+        self._current: Any = None       # current()'s handle
 
     def __repr__(self) -> str:
         return f"OutputTable({self.uri!r})"
@@ -163,16 +164,12 @@ class OutputTable:
              as_of: datetime | str | None = None) -> Any:
         """The ``deltalake.DeltaTable`` (``None`` before the first publish), at its current
         version, or the one that showed ``checkpoint_version``, or Delta version
-        ``delta_version``, or the one current at ``as_of`` (``TABLE_VERSION_NOT_FOUND``)."""
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
-        try:
-            dt = DeltaTable(self.delta_uri, storage_options=self.storage_options())
-        except TableNotFoundError:
-            return None
-        except Exception as exc:   # delta-rs errors: storage, a damaged log...
-            raise _unavailable(self.uri, exc) from None
+        ``delta_version``, or the one current at ``as_of`` (``TABLE_VERSION_NOT_FOUND``): a
+        handle of the caller's own."""
+        dt = self._load()
+        if dt is None or (checkpoint_version is None and delta_version is None
+                          and as_of is None):
+            return dt
         if checkpoint_version is not None:
             found = {h.get(f"{META}version"): h["version"] for h in dt.history()}
             if checkpoint_version not in found:
@@ -184,13 +181,38 @@ class OutputTable:
         if delta_version is None and as_of is not None:
             _check_existed(dt, self.uri, as_of)
         target = delta_version if delta_version is not None else as_of
-        if target is not None:
-            try:
-                dt.load_as_version(target)
-            except Exception as exc:
-                raise StateError(f"table {self.uri} has no version {target!r} ({exc})",
-                                 code="TABLE_VERSION_NOT_FOUND") from None
+        try:
+            dt.load_as_version(target)
+        except Exception as exc:
+            raise StateError(f"table {self.uri} has no version {target!r} ({exc})",
+                             code="TABLE_VERSION_NOT_FOUND") from None
         return dt
+
+    def current(self) -> Any:
+        """The table at its current version (``None`` before the first publish) as a handle
+        this object keeps: opened once, then brought up to date by each call (reading only
+        the log entries added since; an open replays the log from its last checkpoint). For
+        one thread's sequential work, such as a publish and what follows it; a handle that
+        must stay at its version while others commit comes from :meth:`open`."""
+        if self._current is not None:
+            try:
+                self._current.update_incremental()
+                return self._current
+            except Exception:      # a replaced or damaged log: a fresh open reports it
+                self._current = None
+        self._current = self._load()
+        return self._current
+
+    def _load(self) -> Any:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            return DeltaTable(self.delta_uri, storage_options=self.storage_options())
+        except TableNotFoundError:
+            return None
+        except Exception as exc:   # delta-rs errors: storage, a damaged log...
+            raise _unavailable(self.uri, exc) from None
 
     def state(self, dt: Any = None) -> TableState | None:
         """Where the table stands (``None`` before the first publish)."""
@@ -234,15 +256,19 @@ class OutputTable:
                     last = exc                  # another writer created it: plan again
                     continue
                 raise _unavailable(self.uri, exc) from None
-            done = self._committed()
+            done = self._committed(dt)
             assert done is not None
             return done
         raise _unavailable(self.uri, last or RuntimeError("no attempt made"))
 
-    def _committed(self) -> TableState | None:
-        """The state after a commit of ours; a table created without windowlib's
-        configuration (an older windowlib) gets it, in one more commit."""
-        dt = self.open()
+    def _committed(self, dt: Any = None) -> TableState | None:
+        """The state after a commit of ours (through ``dt``, a handle of our own brought up
+        to date here; else a new open); a table created without windowlib's configuration
+        (an older windowlib) gets it, in one more commit."""
+        if dt is None:
+            dt = self.open()
+        else:
+            dt.update_incremental()
         if dt is not None and any(dt.metadata().configuration.get(k) != v
                                   for k, v in TABLE_CONFIGURATION.items()):
             with contextlib.suppress(Exception):    # else the log replay stays longer
