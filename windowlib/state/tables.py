@@ -265,10 +265,13 @@ class OutputTable:
         """The state after a commit of ours (through ``dt``, a handle of our own brought up
         to date here; else a new open); a table created without windowlib's configuration
         (an older windowlib) gets it, in one more commit."""
+        if dt is not None:
+            try:
+                dt.update_incremental()
+            except Exception:      # as in current(): a fresh open reports what is wrong
+                dt = None
         if dt is None:
             dt = self.open()
-        else:
-            dt.update_incremental()
         if dt is not None and any(dt.metadata().configuration.get(k) != v
                                   for k, v in TABLE_CONFIGURATION.items()):
             with contextlib.suppress(Exception):    # else the log replay stays longer
