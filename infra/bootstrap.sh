@@ -51,10 +51,9 @@ ensure_venv() {
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade "uv>=0.4" >/dev/null
   echo "bootstrap: installing locked dependencies into $VENV (about two minutes)..." >&2
-  # --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set (as on these machines and in
-  # many images) nothing else writes .pyc files, and every process (a Spark worker, an
-  # Airflow task, the GX audit) would compile its imports again: 17 s for
-  # great_expectations instead of 7 s, 3.2 s for pyspark, pyarrow and pandas instead of 1.3 s
+  # --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set nothing else writes .pyc files,
+  # and every process would compile its imports again (docs/performance.md, "Bytecode for
+  # every process")
   "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --compile-bytecode \
       -r requirements.lock --override infra/uv-overrides.txt
   "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps \

@@ -12,8 +12,7 @@ pytestmark = pytest.mark.unit
 
 # the imports every windowlib process pays (a Spark driver or worker, an Airflow task, the
 # GX audit); where ``PYTHONDONTWRITEBYTECODE`` is set, a module without a bytecode file is
-# compiled again by every process that imports it (measured: ``import great_expectations``
-# 17 s instead of 7 s, Airflow's SDK 6.5 s instead of 3.2 s)
+# compiled again by every process that imports it (docs/performance.md)
 HEAVY = ("pyspark.sql.dataframe", "pyarrow.compute", "pandas.core.frame", "numpy.lib",
          "great_expectations.core", "airflow.models.dag", "deltalake.table",
          "windowlib.core.driver")

@@ -194,14 +194,19 @@ class OutputTable:
         the log entries added since; an open replays the log from its last checkpoint). For
         one thread's sequential work, such as a publish and what follows it; a handle that
         must stay at its version while others commit comes from :meth:`open`."""
-        if self._current is not None:
-            try:
-                self._current.update_incremental()
-                return self._current
-            except Exception:      # a replaced or damaged log: a fresh open reports it
-                self._current = None
-        self._current = self._load()
+        self._current = self._updated(self._current)
         return self._current
+
+    def _updated(self, dt: Any) -> Any:
+        """``dt`` brought up to date (only the log entries since its version), or a new open
+        when there is none or that fails (a replaced or damaged log: the open reports it)."""
+        if dt is not None:
+            try:
+                dt.update_incremental()
+                return dt
+            except Exception:
+                pass
+        return self._load()
 
     def _load(self) -> Any:
         from deltalake import DeltaTable
@@ -265,13 +270,7 @@ class OutputTable:
         """The state after a commit of ours (through ``dt``, a handle of our own brought up
         to date here; else a new open); a table created without windowlib's configuration
         (an older windowlib) gets it, in one more commit."""
-        if dt is not None:
-            try:
-                dt.update_incremental()
-            except Exception:      # as in current(): a fresh open reports what is wrong
-                dt = None
-        if dt is None:
-            dt = self.open()
+        dt = self._updated(dt)
         if dt is not None and any(dt.metadata().configuration.get(k) != v
                                   for k, v in TABLE_CONFIGURATION.items()):
             with contextlib.suppress(Exception):    # else the log replay stays longer
