@@ -342,3 +342,83 @@ def test_end_of_window_step_is_chosen_only_for_its_case():
     assert not chosen(accumulation="accumulating_and_retracting")
     assert not chosen(assigner=wl.EventTimeSessionWindows.with_gap(10))
     assert not chosen(assigner=wl.TumblingProcessingTimeWindows.of(10))
+
+
+@dataclass
+class _Point:
+    n: int
+
+
+class _Reusing(wl.ProcessWindowFunction):
+    """Yields one dict object twice, changed in between: each result must be its own copy."""
+
+    def process(self, key, context, elements):
+        row = {"n": len(elements)}
+        yield row
+        row["n"] = -1
+        yield row
+
+
+class _Shapes(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        return [_Point(len(elements)), 7, {"n": 1}]
+
+
+class _NotRows(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        return {"n": 1}
+
+
+class _FailsMidway(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield {"n": 1}
+        raise KeyError("missing")
+
+
+class _Nothing(wl.ProcessWindowFunction):
+    def process(self, key, context, elements):
+        return None
+
+
+class _Typed(wl.ProcessWindowFunction):
+    result_schema = "n long"
+
+    def process(self, key, context, elements):
+        yield {"n": len(elements)} if elements[0]["v"] else {"n": "many"}
+
+
+def _apply_pairs(key, window, elements):
+    yield {"key_seen": key, "start": window.start, "n": len(elements)}
+
+
+@pytest.mark.parametrize("spec", [
+    ("process", _Reusing()), ("process", _Shapes()), ("process", _NotRows()),
+    ("process", _FailsMidway()), ("process", _Nothing()), ("process", _Typed()),
+    ("apply", _apply_pairs)],
+    ids=["reused_dict", "shapes", "not_rows", "fails_midway", "none", "typed", "apply"])
+@pytest.mark.parametrize("values", [[{"v": 1}, {"v": 2}], [{"v": 0}]], ids=["two", "zero"])
+def test_value_results_in_one_step_equal_the_general_chain(spec, values):
+    """The pane path's per-firing call (``FunctionRunner.value_results``, specialised for
+    ``process``/``apply``) gives the rows, copies and coded errors of the general chain."""
+    from windowlib.core.functions import Context, FunctionSpec
+    from windowlib.core.runner import FunctionRunner
+    from windowlib.core.windows import TimeWindow
+
+    runner = FunctionRunner(FunctionSpec(*spec), buffered=True)
+    assert runner.value_results.__name__ == "value_results"       # the one-step caller
+    window = TimeWindow(0, 10)
+    context = Context(None, window, None, pane_info(0, Timing.ON_TIME, True))
+
+    def outcome(call):
+        try:
+            return "rows", call("k", window, context, list(values))
+        except wl.WindowlibError as exc:
+            return exc.code, str(exc), type(exc.__cause__).__name__
+
+    fast = outcome(runner.value_results)
+    general = outcome(lambda *a: runner._conformed(runner._value_results, *a))
+    assert fast == general
+    if spec[1].__class__ is _Reusing:
+        assert fast == ("rows", [{"n": len(values)}, {"n": -1}])
+    if spec[1].__class__ in (_NotRows, _FailsMidway):
+        assert fast[0] == "FUNCTION_FAILED" and "_" in fast[1]

@@ -44,7 +44,7 @@ def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
                                                or not isinstance(items, Iterable)):
         raise ExecutionError(f"{what} must return an iterable of rows, got "
                              f"{type(items).__name__}", code="FUNCTION_FAILED")
-    return [_single(r) for r in items]
+    return [dict(r) if type(r) is dict else _single(r) for r in items]
 
 
 def _single(value: Any) -> dict:
@@ -115,6 +115,9 @@ class FunctionRunner:
             self.add = add_incremental  # type: ignore[method-assign]
             if spec.kind == "declarative":
                 self.add = spec.fn.adder()  # type: ignore[method-assign]
+        if spec.kind == "apply" or (spec.kind == "process"
+                                    and callable(getattr(spec.fn, "process", None))):
+            self.value_results = self._value_caller()  # type: ignore[method-assign]
         if (spec.kind in ("declarative", "aggregate") and not self.buffered
                 and spec.process_fn is None and self.result_type is None):
             self.results = self._accumulator_results  # type: ignore[method-assign]
@@ -185,6 +188,33 @@ class FunctionRunner:
         """``results`` of a function that ``takes_values``, given the pane's element values
         (a list of its own, which the function may keep) instead of its contents."""
         return self._conformed(self._value_results, key, window, context, values)
+
+    def _value_caller(self) -> Callable[[Any, Any, Context | None, list], list[dict]]:
+        """``value_results`` of a ``process`` or ``apply`` function in one step: the same
+        calls, checks, copies and errors as ``_conformed(_value_results, ...)``, without the
+        four calls between (the pane path calls it once per firing)."""
+        spec, row_type = self.spec, self.result_type
+        producer = spec.producer
+        process = spec.kind == "process"
+        call = spec.fn.process if process else getattr(spec.fn, "apply", spec.fn)
+        what = "process()" if process else "the window function"
+        what_row = f"a result row of {function_name(producer)}"
+
+        def value_results(key: Any, window: Any, context: Context | None, values: list
+                          ) -> list[dict]:
+            try:
+                items = call(key, context, values) if process else call(key, window, values)
+                rows = _rows(items, what) if type(items) is not GeneratorType else [
+                    dict(r) if type(r) is dict else _single(r) for r in items]
+            except WindowlibError:
+                raise
+            except Exception as exc:
+                raise function_failed(producer, key, window, exc) from exc
+            if row_type is None:
+                return rows
+            return [conform(row_type, row, what_row, key, window) for row in rows]
+
+        return value_results
 
     def _conformed(self, produce: Callable, key: Any, window: Any, context: Context | None,
                    contents: Any) -> list[dict]:

@@ -43,13 +43,15 @@ __all__ = ["TIMINGS", "firing_calls"]
 TIMINGS = (Timing.EARLY, Timing.ON_TIME, Timing.LATE)
 
 
-class _WindowState:
-    """What a ``Context`` reads of a window: its ``window_state`` values."""
+class _WindowState(dict):
+    """What a ``Context`` reads of a window: its ``window_state`` values (``fn_state``, the
+    dict itself: one object per window, made once per window on the hot path)."""
 
-    __slots__ = ("fn_state",)
+    __slots__ = ()
 
-    def __init__(self) -> None:
-        self.fn_state: dict = {}
+    @property
+    def fn_state(self) -> dict:
+        return self
 
 
 def firing_calls(walker: Any, firings: dict, table: Any, starts: np.ndarray,
@@ -101,35 +103,36 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
     results, size = walker.runner.value_results, walker.size
     uses_context = walker.uses_context
     clock, position, logic = walker.clock, walker.walk, walker.logic
-    run, ws, window = (firings[k].tolist() for k in ("run", "ws", "window"))
-    kind, index, b, phase, sub = (firings[k].tolist()
-                                  for k in ("kind", "index", "b", "phase", "sub"))
-    watermark, processing = firings["watermark"].tolist(), firings["processing"].tolist()
-    first, last = firings["first"].tolist(), firings["last"].tolist()
+    columns = [firings[k].tolist() for k in ("run", "ws", "window", "kind", "index", "b", "phase",
+                                             "sub", "watermark", "processing", "first", "last")]
+    n = len(columns[0])
+    new_window = tuple.__new__      # TimeWindow(start, end) without its Python-level __new__
     states: dict[int, _WindowState] = {}
+    panes: dict[tuple[int, int, bool], Any] = {}     # pane_info by (index, kind, is_final)
     rows: list[dict] = []
-    counts = np.zeros(len(run), dtype=np.int64)       # result rows per firing
-    after_side = np.zeros(len(run), dtype=np.int64)   # the row number before them
+    counts = [0] * n          # result rows per firing
+    after_side = [0] * n      # the row number before them
     current, scope, key_arg = -1, None, None
-    for i in range(len(run)):
-        r = run[i]
+    for i, (r, start, window, kind, index, b, phase, sub, watermark, processing, first,
+            last, final) in enumerate(zip(*columns, is_final)):
         if r != current:
             current = r
             walker.out_key = out_keys[r]
             scope = KeyScope(walker, logic.key_argument(keys[r]))
             key_arg = scope.key_arg
-        clock.watermark, clock.processing_time = watermark[i], processing[i]
-        position.b, position.phase, position.sub = b[i], phase[i], sub[i]
-        start = ws[i]
-        bounds = TimeWindow(start, start + size)
+        clock.watermark, clock.processing_time = watermark, processing
+        position.b, position.phase, position.sub = b, phase, sub
+        bounds = new_window(TimeWindow, (start, start + size))
         context = None
         if uses_context:
-            state = states.get(window[i])
+            state = states.get(window)
             if state is None:
-                state = states[window[i]] = _WindowState()
-            context = Context(scope, bounds, state,
-                              pane_info(index[i], TIMINGS[kind[i]], is_final[i]))
-        produced = results(key_arg, bounds, context, elements[first[i]:last[i] + 1])
+                state = states[window] = _WindowState()
+            pane = panes.get(pane_key := (index, kind, final))
+            if pane is None:
+                pane = panes[pane_key] = pane_info(index, TIMINGS[kind], final)
+            context = Context(scope, bounds, state, pane)
+        produced = results(key_arg, bounds, context, elements[first:last + 1])
         if produced:
             for result in produced:
                 if not reserved.isdisjoint(result):
@@ -138,8 +141,9 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
             counts[i] = len(produced)
             after_side[i] = walker.n      # the call's side outputs took their numbers
             walker.n += len(produced)
-    owner = np.repeat(np.arange(len(run)), counts)
-    first_number = np.repeat(after_side + 1 - np.cumsum(counts) + counts, counts)
+    per_firing, before = np.array(counts, dtype=np.int64), np.array(after_side, dtype=np.int64)
+    owner = np.repeat(np.arange(n), per_firing)
+    first_number = np.repeat(before + 1 - np.cumsum(per_firing) + per_firing, per_firing)
     return rows, owner, first_number + np.arange(len(owner))
 
 
