@@ -398,8 +398,10 @@ def _apply_pairs(key, window, elements):
     ids=["reused_dict", "shapes", "not_rows", "fails_midway", "none", "typed", "apply"])
 @pytest.mark.parametrize("values", [[{"v": 1}, {"v": 2}], [{"v": 0}]], ids=["two", "zero"])
 def test_value_results_in_one_step_equal_the_general_chain(spec, values):
-    """The pane path's per-firing call (``FunctionRunner.value_results``, specialised for
-    ``process``/``apply``) gives the rows, copies and coded errors of the general chain."""
+    """The per-firing call (``FunctionRunner.value_results`` on the pane path, ``results`` on
+    the per-element driver, specialised for ``process``/``apply``) gives the rows, copies and
+    coded errors of the general chain."""
+    from windowlib.core.evictors import TimestampedValue
     from windowlib.core.functions import Context, FunctionSpec
     from windowlib.core.runner import FunctionRunner
     from windowlib.core.windows import TimeWindow
@@ -418,6 +420,12 @@ def test_value_results_in_one_step_equal_the_general_chain(spec, values):
     fast = outcome(runner.value_results)
     general = outcome(lambda *a: runner._conformed(runner._value_results, *a))
     assert fast == general
+    # the per-element driver's call (buffered contents) takes the same one step
+    assert runner.results.__name__ == "element_results"
+    contents = [TimestampedValue(v, t) for t, v in enumerate(values)]
+    assert outcome(lambda k, w, c, _: runner.results(k, w, c, contents)) == general
+    assert outcome(lambda k, w, c, _: runner._conformed(runner._results, k, w, c, contents)) \
+        == general
     if spec[1].__class__ is _Reusing:
         assert fast == ("rows", [{"n": len(values)}, {"n": -1}])
     if spec[1].__class__ in (_NotRows, _FailsMidway):

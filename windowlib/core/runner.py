@@ -117,7 +117,13 @@ class FunctionRunner:
                 self.add = spec.fn.adder()  # type: ignore[method-assign]
         if spec.kind == "apply" or (spec.kind == "process"
                                     and callable(getattr(spec.fn, "process", None))):
-            self.value_results = self._value_caller()  # type: ignore[method-assign]
+            value_results = self.value_results = self._value_caller()  # type: ignore[method-assign]
+
+            def element_results(key: Any, window: Any, context: Context | None,
+                                contents: Any) -> list[dict]:
+                return value_results(key, window, context, [e.value for e in contents or ()])
+
+            self.results = element_results  # type: ignore[method-assign]
         if (spec.kind in ("declarative", "aggregate") and not self.buffered
                 and spec.process_fn is None and self.result_type is None):
             self.results = self._accumulator_results  # type: ignore[method-assign]
