@@ -117,13 +117,7 @@ class FunctionRunner:
                 self.add = spec.fn.adder()  # type: ignore[method-assign]
         if spec.kind == "apply" or (spec.kind == "process"
                                     and callable(getattr(spec.fn, "process", None))):
-            value_results = self.value_results = self._value_caller()  # type: ignore[method-assign]
-
-            def element_results(key: Any, window: Any, context: Context | None,
-                                contents: Any) -> list[dict]:
-                return value_results(key, window, context, [e.value for e in contents or ()])
-
-            self.results = element_results  # type: ignore[method-assign]
+            self.value_results, self.results = self._value_callers()  # type: ignore[method-assign]
         if (spec.kind in ("declarative", "aggregate") and not self.buffered
                 and spec.process_fn is None and self.result_type is None):
             self.results = self._accumulator_results  # type: ignore[method-assign]
@@ -195,10 +189,11 @@ class FunctionRunner:
         (a list of its own, which the function may keep) instead of its contents."""
         return self._conformed(self._value_results, key, window, context, values)
 
-    def _value_caller(self) -> Callable[[Any, Any, Context | None, list], list[dict]]:
-        """``value_results`` of a ``process`` or ``apply`` function in one step: the same
-        calls, checks, copies and errors as ``_conformed(_value_results, ...)``, without the
-        four calls between (the pane path calls it once per firing)."""
+    def _value_callers(self) -> tuple[Callable, Callable]:
+        """``(value_results, results)`` of a ``process`` or ``apply`` function, each in one
+        step: the same calls, checks, copies and errors as ``_conformed`` over
+        ``_value_results`` (``results``: over the contents' values, as ``_results`` does),
+        without the four calls between (every engine's firing path calls one per firing)."""
         spec, row_type = self.spec, self.result_type
         producer = spec.producer
         process = spec.kind == "process"
@@ -220,7 +215,11 @@ class FunctionRunner:
                 return rows
             return [conform(row_type, row, what_row, key, window) for row in rows]
 
-        return value_results
+        def element_results(key: Any, window: Any, context: Context | None, contents: Any
+                            ) -> list[dict]:
+            return value_results(key, window, context, [e.value for e in contents or ()])
+
+        return value_results, element_results
 
     def _conformed(self, produce: Callable, key: Any, window: Any, context: Context | None,
                    contents: Any) -> list[dict]:
