@@ -428,5 +428,9 @@ def test_value_results_in_one_step_equal_the_general_chain(spec, values):
         == general
     if spec[1].__class__ is _Reusing:
         assert fast == ("rows", [{"n": len(values)}, {"n": -1}])
-    if spec[1].__class__ in (_NotRows, _FailsMidway):
-        assert fast[0] == "FUNCTION_FAILED" and "_" in fast[1]
+    if spec[1].__class__ is _FailsMidway:      # named, with the key, window and cause
+        assert fast == ("FUNCTION_FAILED", "[FUNCTION_FAILED] _FailsMidway failed for key "
+                        f"'k', window {window}: KeyError: 'missing'", "KeyError")
+    if spec[1].__class__ is _NotRows:
+        assert fast[:2] == ("FUNCTION_FAILED", "[FUNCTION_FAILED] process() must return an "
+                            "iterable of rows, got dict")
