@@ -391,23 +391,44 @@ def _apply_pairs(key, window, elements):
     yield {"key_seen": key, "start": window.start, "n": len(elements)}
 
 
+def _expected(function, values):
+    """What SPEC §6 and ``core/runner.py``'s contract say each case gives, in
+    ``test_value_results_in_one_step``'s outcome form: ``("rows", rows)`` or a coded error
+    with its message."""
+    n, window = len(values), "TimeWindow(0, 10)"
+    if isinstance(function, _Reusing):        # each yielded dict copied when yielded
+        return ("rows", [{"n": n}, {"n": -1}])
+    if isinstance(function, _Shapes):         # a dataclass as its fields, a scalar as `result`
+        return ("rows", [{"n": n}, {"result": 7}, {"n": 1}])
+    if isinstance(function, _NotRows):
+        return ("FUNCTION_FAILED",
+                "[FUNCTION_FAILED] process() must return an iterable of rows, got dict")
+    if isinstance(function, _FailsMidway):    # named, with the key, window and cause
+        return ("FUNCTION_FAILED", f"[FUNCTION_FAILED] _FailsMidway failed for key 'k', "
+                f"window {window}: KeyError: 'missing'", "KeyError")
+    if isinstance(function, _Nothing):
+        return ("rows", [])
+    if isinstance(function, _Typed):
+        return ("rows", [{"n": n}]) if values[0]["v"] else ("RESULT_SCHEMA_MISMATCH",)
+    return ("rows", [{"key_seen": "k", "start": 0, "n": n}])     # _apply_pairs
+
+
 @pytest.mark.parametrize("spec", [
     ("process", _Reusing()), ("process", _Shapes()), ("process", _NotRows()),
     ("process", _FailsMidway()), ("process", _Nothing()), ("process", _Typed()),
     ("apply", _apply_pairs)],
     ids=["reused_dict", "shapes", "not_rows", "fails_midway", "none", "typed", "apply"])
 @pytest.mark.parametrize("values", [[{"v": 1}, {"v": 2}], [{"v": 0}]], ids=["two", "zero"])
-def test_value_results_in_one_step_equal_the_general_chain(spec, values):
-    """The per-firing call (``FunctionRunner.value_results`` on the pane path, ``results`` on
-    the per-element driver, specialised for ``process``/``apply``) gives the rows, copies and
-    coded errors of the general chain."""
+def test_value_results_in_one_step(spec, values):
+    """The per-firing call of a ``process``/``apply`` function (``value_results`` on the pane
+    path; ``results`` over buffered contents on the per-element driver) gives the rows,
+    copies and coded errors the contract states, both ways alike."""
     from windowlib.core.evictors import TimestampedValue
     from windowlib.core.functions import Context, FunctionSpec
     from windowlib.core.runner import FunctionRunner
     from windowlib.core.windows import TimeWindow
 
     runner = FunctionRunner(FunctionSpec(*spec), buffered=True)
-    assert runner.value_results.__name__ == "value_results"       # the one-step caller
     window = TimeWindow(0, 10)
     context = Context(None, window, None, pane_info(0, Timing.ON_TIME, True))
 
@@ -417,20 +438,18 @@ def test_value_results_in_one_step_equal_the_general_chain(spec, values):
         except wl.WindowlibError as exc:
             return exc.code, str(exc), type(exc.__cause__).__name__
 
-    fast = outcome(runner.value_results)
-    general = outcome(lambda *a: runner._conformed(runner._value_results, *a))
-    assert fast == general
-    # the per-element driver's call (buffered contents) takes the same one step
-    assert runner.results.__name__ == "element_results"
+    expected = _expected(spec[1], values)
+    by_values = outcome(runner.value_results)
+    assert by_values[:len(expected)] == expected
     contents = [TimestampedValue(v, t) for t, v in enumerate(values)]
-    assert outcome(lambda k, w, c, _: runner.results(k, w, c, contents)) == general
-    assert outcome(lambda k, w, c, _: runner._conformed(runner._results, k, w, c, contents)) \
-        == general
-    if spec[1].__class__ is _Reusing:
-        assert fast == ("rows", [{"n": len(values)}, {"n": -1}])
-    if spec[1].__class__ is _FailsMidway:      # named, with the key, window and cause
-        assert fast == ("FUNCTION_FAILED", "[FUNCTION_FAILED] _FailsMidway failed for key "
-                        f"'k', window {window}: KeyError: 'missing'", "KeyError")
-    if spec[1].__class__ is _NotRows:
-        assert fast[:2] == ("FUNCTION_FAILED", "[FUNCTION_FAILED] process() must return an "
-                            "iterable of rows, got dict")
+    assert outcome(lambda k, w, c, _: runner.results(k, w, c, contents)) == by_values
+
+
+def test_only_process_and_apply_take_values():
+    from windowlib.core.functions import FunctionSpec
+    from windowlib.core.runner import FunctionRunner
+
+    runner = FunctionRunner(FunctionSpec("reduce", lambda a, b: a), buffered=True)
+    assert not runner.takes_values
+    with pytest.raises(TypeError, match="does not take values"):
+        runner.value_results("k", None, None, [])

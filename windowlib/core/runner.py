@@ -115,8 +115,7 @@ class FunctionRunner:
             self.add = add_incremental  # type: ignore[method-assign]
             if spec.kind == "declarative":
                 self.add = spec.fn.adder()  # type: ignore[method-assign]
-        if spec.kind == "apply" or (spec.kind == "process"
-                                    and callable(getattr(spec.fn, "process", None))):
+        if spec.kind in ("process", "apply"):
             self.value_results, self.results = self._value_callers()  # type: ignore[method-assign]
         if (spec.kind in ("declarative", "aggregate") and not self.buffered
                 and spec.process_fn is None and self.result_type is None):
@@ -186,27 +185,34 @@ class FunctionRunner:
     def value_results(self, key: Any, window: Any, context: Context | None, values: list
                       ) -> list[dict]:
         """``results`` of a function that ``takes_values``, given the pane's element values
-        (a list of its own, which the function may keep) instead of its contents."""
-        return self._conformed(self._value_results, key, window, context, values)
+        (a list of its own, which the function may keep) instead of its contents. Set per
+        runner by ``_value_callers``; other kinds take contents, not values."""
+        raise TypeError(f"a {self.spec.kind} function does not take values (takes_values)")
 
     def _value_callers(self) -> tuple[Callable, Callable]:
-        """``(value_results, results)`` of a ``process`` or ``apply`` function, each in one
-        step: the same calls, checks, copies and errors as ``_conformed`` over
-        ``_value_results`` (``results``: over the contents' values, as ``_results`` does),
-        without the four calls between (every engine's firing path calls one per firing)."""
+        """``(value_results, results)`` of a ``process`` or ``apply`` function, the one place
+        that calls it: the function's rows checked and copied (``_rows``), a failure made
+        ``FUNCTION_FAILED`` and the rows conformed to the declared type, in one frame per
+        firing (every engine's firing path calls one). ``results`` hands it the contents'
+        values."""
         spec, row_type = self.spec, self.result_type
-        producer = spec.producer
+        producer, fn = spec.producer, spec.fn
         process = spec.kind == "process"
-        call = spec.fn.process if process else getattr(spec.fn, "apply", spec.fn)
+        if process:
+            call = getattr(fn, "process", None)
+            if not callable(call):        # fails as the call would: FUNCTION_FAILED
+                def call(key: Any, context: Any, values: list) -> Any:
+                    return fn.process(key, context, values)
+        else:
+            call = getattr(fn, "apply", fn)
         what = "process()" if process else "the window function"
         what_row = f"a result row of {function_name(producer)}"
 
         def value_results(key: Any, window: Any, context: Context | None, values: list
                           ) -> list[dict]:
             try:
-                items = call(key, context, values) if process else call(key, window, values)
-                rows = _rows(items, what) if type(items) is not GeneratorType else [
-                    dict(r) if type(r) is dict else _single(r) for r in items]
+                rows = _rows(call(key, context, values) if process else
+                             call(key, window, values), what)
             except WindowlibError:
                 raise
             except Exception as exc:
@@ -277,9 +283,7 @@ class FunctionRunner:
 
     def _results(self, key: Any, window: Any, context: Context | None, contents: Any
                  ) -> list[dict]:
-        spec = self.spec
-        if spec.kind in ("process", "apply"):
-            return self._value_results(key, window, context, [e.value for e in contents or ()])
+        spec = self.spec         # process/apply: ``_value_callers``
         if spec.kind == "batch":      # one pane per call here; the pane path sends many
             if not contents:
                 return []
@@ -301,14 +305,6 @@ class FunctionRunner:
         if result is None and spec.kind == "reduce":
             return [{}]
         return [_single(result)]
-
-    def _value_results(self, key: Any, window: Any, context: Context | None, values: list
-                       ) -> list[dict]:
-        spec = self.spec
-        if spec.kind == "process":
-            return _rows(spec.fn.process(key, context, values), "process()")
-        apply = getattr(spec.fn, "apply", spec.fn)
-        return _rows(apply(key, window, values), "the window function")
 
     @property
     def needs_clear(self) -> bool:

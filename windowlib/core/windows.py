@@ -8,6 +8,7 @@ time windows, ``MAX_TS`` for the global window). Windows are immutable, hashable
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 from windowlib.core.time import MAX_TS
@@ -43,6 +44,11 @@ class TimeWindow(NamedTuple):
 
     def __repr__(self) -> str:
         return f"TimeWindow({self.start}, {self.end})"
+
+
+#: ``time_window_of((start, end))`` is ``TimeWindow(start, end)`` built in C, for loops that
+#: make one window per firing from integer columns (no Python frame per window).
+time_window_of = partial(tuple.__new__, TimeWindow)
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -30,7 +30,7 @@ from windowlib.core.batch import PANE_ID
 from windowlib.core.functions import Context
 from windowlib.core.outputs import RESERVED_COLUMNS, check_result_columns
 from windowlib.core.pane import Timing, pane_info
-from windowlib.core.windows import TimeWindow
+from windowlib.core.windows import time_window_of
 from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS
 from windowlib.engines.spark.json_rows import json_texts
 from windowlib.engines.spark.pane_batches import KEY_ARRAYS, batch_firings, key_arrays
@@ -106,9 +106,8 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
     columns = [firings[k].tolist() for k in ("run", "ws", "window", "kind", "index", "b", "phase",
                                              "sub", "watermark", "processing", "first", "last")]
     n = len(columns[0])
-    new_window = tuple.__new__      # TimeWindow(start, end) without its Python-level __new__
+    timings = TIMINGS
     states: dict[int, _WindowState] = {}
-    panes: dict[tuple[int, int, bool], Any] = {}     # pane_info by (index, kind, is_final)
     rows: list[dict] = []
     counts = [0] * n          # result rows per firing
     after_side = [0] * n      # the row number before them
@@ -122,16 +121,13 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
             key_arg = scope.key_arg
         clock.watermark, clock.processing_time = watermark, processing
         position.b, position.phase, position.sub = b, phase, sub
-        bounds = new_window(TimeWindow, (start, start + size))
+        bounds = time_window_of((start, start + size))
         context = None
         if uses_context:
             state = states.get(window)
             if state is None:
                 state = states[window] = _WindowState()
-            pane = panes.get(pane_key := (index, kind, final))
-            if pane is None:
-                pane = panes[pane_key] = pane_info(index, TIMINGS[kind], final)
-            context = Context(scope, bounds, state, pane)
+            context = Context(scope, bounds, state, pane_info(index, timings[kind], final))
         produced = results(key_arg, bounds, context, elements[first:last + 1])
         if produced:
             for result in produced:
