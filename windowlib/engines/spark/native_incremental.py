@@ -211,7 +211,7 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
     # --- this run's windows, full-outer joined with the saved ones ---------------------------
     agg_exprs, run_accs = parts.accumulators("__wl_a", mask=on)
     main = kept.groupBy(*parts.group).agg(F.count(F.when(on, F.lit(1))).alias(ON_N),
-                                          *agg_exprs).withColumn(IN_M, F.lit(True))
+                                          *agg_exprs, F.lit(True).alias(IN_M))
     acc_types = accumulator_types(parts, main, run_accs, "__wl_a")
     result_types = {c.name: c.dtype for c in compiled}
     saved = saved_windows(state, parts, key_cols, acc_types, result_types, df)
@@ -227,14 +227,14 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
         if early.rest is not None:
             w0 = w0.join(early.rest.hint("shuffle_hash"), on=parts.key_names, how="left")
     totals = []     # the on-time side of every combination: saved + this run's on-time part
+    total_cols = {}
     for i, (c, s_acc, m_acc) in enumerate(zip(compiled, saved_accs, run_accs)):
         merged = c.combine(s_acc, m_acc)
         for name in m_acc:
-            w0 = w0.withColumn(f"__wl_t{i}_{name}", F.when(~in_s, m_acc[name])
-                               .when(~in_m, s_acc[name]).otherwise(merged[name])
-                               .cast(acc_types[acc_column(i, name)]))
+            total_cols[f"__wl_t{i}_{name}"] = (F.when(~in_s, m_acc[name])
+                                               .when(~in_m, s_acc[name]).otherwise(merged[name])
+                                               .cast(acc_types[acc_column(i, name)]))
         totals.append({name: F.col(f"__wl_t{i}_{name}") for name in m_acc})
-    w0 = parts.with_on_time_clocks(w0)
     saved_n = F.coalesce(F.col(S_ON_N), F.lit(0))
     on_total = saved_n + F.coalesce(F.col(ON_N), F.lit(0))
     fired_s = F.coalesce(F.col(S_FIRED), F.lit(False))
@@ -248,7 +248,8 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
         early_n = (F.floor(on_total / F.lit(every)) - F.floor(saved_n / F.lit(every)))
         if not parts.accumulating:
             ot = decided & (F.pmod(on_total, F.lit(every)) != F.lit(0))
-    w0 = w0.withColumns({OT: ot, EARLY_N: early_n, DECIDED: decided})
+    w0 = parts.with_on_time_clocks(w0.withColumns(total_cols),
+                                   also={OT: ot, EARLY_N: early_n, DECIDED: decided})
     ot, early_n = F.col(OT), F.col(EARLY_N)
     panes_s = panes_s + early_n         # the firings before this run's ON_TIME and late ones
     since_last = totals     # the pane's contents since the last firing (null: none)

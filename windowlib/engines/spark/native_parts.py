@@ -16,7 +16,7 @@ local table, no Spark job) once per execution.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,17 +260,18 @@ class Parts:
         return F.struct(*[v.alias(n) for v, n in zip(self._values(*args), self.entry_names())],
                         emit.alias("emit"))
 
-    def with_on_time_clocks(self, frame: Any) -> Any:
+    def with_on_time_clocks(self, frame: Any, also: Mapping[str, Any] | None = None) -> Any:
         """``frame`` (one row per window) with the bundle of its ON_TIME firing (``len(P)``
         if none in this run) and the clocks there, computed once per row (columns, so the
-        search tree is not repeated inside the firing expressions)."""
+        search tree is not repeated inside the firing expressions). ``also``: more columns
+        added in the same projection (they may read ``BSTAR``, not the clocks)."""
         from pyspark.sql import functions as F
 
         n, W, P = len(self.P), self.W, self.P
         frame = frame.withColumn(BSTAR, rank(self.max_sql, W) if n else F.lit(0))
         in_run = F.col(BSTAR) < F.lit(n)
         return frame.withColumns({OT_W: F.when(in_run, at(W, F.col(BSTAR))),
-                                  OT_P: F.when(in_run, at(P, F.col(BSTAR)))})
+                                  OT_P: F.when(in_run, at(P, F.col(BSTAR))), **(also or {})})
 
     def on_time_values(self, results: list, had_on_time: Any) -> tuple[list, Any]:
         """The ON_TIME firing of a window (as ``on_time_rows``; needs the columns of
