@@ -196,15 +196,9 @@ class FunctionRunner:
         firing (every engine's firing path calls one). ``results`` hands it the contents'
         values."""
         spec, row_type = self.spec, self.result_type
-        producer, fn = spec.producer, spec.fn
-        process = spec.kind == "process"
-        if process:
-            call = getattr(fn, "process", None)
-            if not callable(call):        # fails as the call would: FUNCTION_FAILED
-                def call(key: Any, context: Any, values: list) -> Any:
-                    return fn.process(key, context, values)
-        else:
-            call = getattr(fn, "apply", fn)
+        producer = spec.producer
+        process = spec.kind == "process"      # (``Pipeline.process`` checked ``process``)
+        call = spec.fn.process if process else getattr(spec.fn, "apply", spec.fn)
         what = "process()" if process else "the window function"
         what_row = f"a result row of {function_name(producer)}"
 
