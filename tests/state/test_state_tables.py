@@ -86,25 +86,6 @@ def test_a_reader_during_publishes_sees_one_published_version_whole(root_uri, s3
     assert len({v for v, _ in seen}) >= 2    # the reads did span publishes
 
 
-def test_publishing_run_after_run_reads_the_log_incrementally_not_anew(root_uri, s3_settings,
-                                                                         monkeypatch):
-    """Once the table is open, a publish brings the handle ``current()`` keeps up to date (the
-    log entries since its version) instead of opening the table again (an open replays the
-    log from its last checkpoint); what each publish shows is unchanged."""
-    table = _table(root_uri, s3_settings)
-    files = [_stage(table, s3_settings, f"v={v:08d}-aa{v:010d}", v) for v in range(1, 5)]
-    for v in (1, 2):
-        table.publish(TableSnapshot(v, 1, f"r{v}", tuple(files[:v]), SCHEMA))
-    opens: list[int] = []
-    load = table._load
-    monkeypatch.setattr(table, "_load", lambda: opens.append(1) or load())
-    for v in (3, 4):
-        state = table.publish(TableSnapshot(v, 1, f"r{v}", tuple(files[:v]), SCHEMA))
-        assert state.checkpoint_version == v and state.files == v
-    assert opens == []
-    assert _runs_seen(table.open()) == {r: ROWS for r in range(1, 5)}
-
-
 def test_publishes_are_idempotent_and_never_go_back(root_uri, s3_settings):
     table = _table(root_uri, s3_settings)
     a = _stage(table, s3_settings, "v=00000001-aa00000001", 1)

@@ -246,7 +246,7 @@ class OutputTable:
 
         last: BaseException | None = None
         for _ in range(_ATTEMPTS):
-            dt = self.current()      # the kept handle, brought up to date (no new open)
+            dt = self.open()
             current = self.state(dt)
             if current is not None and current.checkpoint_version is not None \
                     and current.checkpoint_version >= snapshot.version:
