@@ -199,6 +199,11 @@ def main() -> None:
         if all(j is not None for j in jobs):
             print(f"Spark jobs per windowlib run: {min(jobs)}-{max(jobs)} (median "
                   f"{statistics.median(jobs):g})")
+        warm = summaries[1:] or summaries
+        names = dict.fromkeys(k for s in warm for k in s.phases)
+        print("where a warm run's time goes (RunSummary.phases, median seconds of runs 2-): "
+              + ", ".join(f"{k} {statistics.median(s.phases.get(k, 0.0) for s in warm):.2f}"
+                          for k in names))
         sizes = [s.state_bytes for s in summaries]
         keys = [s.state_rows for s in summaries]
         half = len(sizes) // 2

@@ -120,6 +120,14 @@ def test_with_gx_the_summary_says_passed(spark, lake):
     assert summary.status == "published"
     assert summary.validation["status"] == "passed" and summary.validation["success"]
     assert "validation passed" in "\n".join(summary.lines())
+    # where the run's time went, by phase, in the order the run went through them
+    assert list(summary.phases) == ["tables", "plan", "inputs", "build", "write", "validate",
+                                    "commit"]
+    assert all(seconds >= 0 for seconds in summary.phases.values())
+    assert summary.phases["write"] > 0 and summary.phases["validate"] > 0
+    staged = ("inputs", "build", "write")             # inside the staging's own wall time
+    assert sum(summary.phases[k] for k in staged) <= summary.seconds + 0.01
+    assert any(line.startswith("  time tables ") for line in summary.lines())
 
 
 def lake_path(root: str):

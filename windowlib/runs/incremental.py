@@ -45,7 +45,7 @@ from windowlib.runs.run_inputs import input_schema, prior_state, state_rows, wit
 from windowlib.runs.schemas import read_footers
 from windowlib.runs.source import PartitionedSource, SourceFile
 from windowlib.runs.staged import StagedRun, restore_staged
-from windowlib.runs.summary import RunSummary, iso_ms
+from windowlib.runs.summary import RunSummary, add_phases, iso_ms, timed
 from windowlib.runs.tables import sync_tables
 from windowlib.state.checkpoint import CheckpointStore, Commit, Staging
 from windowlib.state.faults import CrashPoint, fault_point
@@ -123,24 +123,26 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     started = time.monotonic()
     strategy = effective_strategy(watermark).describe()   # recorded; refused before any I/O
     spark = spark or get_or_create_session()
-    cs = open_checkpoint(pipeline, checkpoint, settings)
-    parent = cs.latest()
-    _check_parent(pipeline, parent, plan.parent_version)
-    bind_output(output, cs, pipeline, settings)
-    files = [SourceFile(f.path, int(f.size), str(f.etag), b.partition)
-             for b in plan.bundles for f in b.files]
-    say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
-    footers = read_footers(source, files) \
-        if source.schema is None or len(files) <= EXPLICIT_SCHEMA_FOOTERS else []
-    schema, changes = input_schema(pipeline, source, parent, footers)
-    frame = source.read(spark, files, schema=schema).frame
-    stats = footer_plan(pipeline, frame, footers, files)
-    prior = prior_state(parent, spark, settings)
-    options = {} if max_key_state is None else {"max_key_state": max_key_state}
-    executor = SparkExecutor(path=path, incremental=True, result_schema=result_schema,
-                             persist=False, **options)
-    rows_schema = frame.drop(ERROR_COLUMN, CORRUPT_COLUMN).schema
-    chosen, _ = executor.choose(pipeline, rows_schema, prior)
+    phases: dict[str, float] = {}
+    with timed(phases, "inputs"):
+        cs = open_checkpoint(pipeline, checkpoint, settings)
+        parent = cs.latest()
+        _check_parent(pipeline, parent, plan.parent_version)
+        bind_output(output, cs, pipeline, settings)
+        files = [SourceFile(f.path, int(f.size), str(f.etag), b.partition)
+                 for b in plan.bundles for f in b.files]
+        say(f"reading {len(files)} new file(s) in {len(plan.bundles)} partition(s)")
+        footers = read_footers(source, files) \
+            if source.schema is None or len(files) <= EXPLICIT_SCHEMA_FOOTERS else []
+        schema, changes = input_schema(pipeline, source, parent, footers)
+        frame = source.read(spark, files, schema=schema).frame
+        stats = footer_plan(pipeline, frame, footers, files)
+        prior = prior_state(parent, spark, settings)
+        options = {} if max_key_state is None else {"max_key_state": max_key_state}
+        executor = SparkExecutor(path=path, incremental=True, result_schema=result_schema,
+                                 persist=False, **options)
+        rows_schema = frame.drop(ERROR_COLUMN, CORRUPT_COLUMN).schema
+        chosen, _ = executor.choose(pipeline, rows_schema, prior)
     new_rows = stats.rows if stats is not None else footer_rows(footers, files)
     rows_in_run = new_rows + state_rows(parent) if new_rows is not None else None
     small = is_small_run(rows_in_run)
@@ -161,16 +163,19 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         policy = TimePolicy(watermark=watermark, processing_time=logical)
 
         def stage(bundle_stats: Any) -> tuple[Any, Staging, Any]:
-            run = executor.run(pipeline, FrameBundles(rows, source.partition,
-                                                      source.arrival_order, bundle_stats),
-                               prior=prior, time=policy, run_id=plan.run_id)
+            with timed(phases, "build"):
+                run = executor.run(pipeline, FrameBundles(rows, source.partition,
+                                                          source.arrival_order, bundle_stats),
+                                   prior=prior, time=policy, run_id=plan.run_id)
             staging = cs.begin(plan.run_id, parent=parent)
             try:
                 say(f"staging version {staging.version}")
-                return run, staging, stage_outputs(
-                    run.outputs, frame, pipeline.timestamp,
-                    {name: staging.uri(name) for name in STAGED}, settings=settings,
-                    token=staging.token, tasks=small_writer_tasks(spark) if small else None)
+                with timed(phases, "write"):
+                    return run, staging, stage_outputs(
+                        run.outputs, frame, pipeline.timestamp,
+                        {name: staging.uri(name) for name in STAGED}, settings=settings,
+                        token=staging.token,
+                        tasks=small_writer_tasks(spark) if small else None)
             except BaseException:
                 staging.abort()
                 raise
@@ -184,7 +189,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         try:
             fault_point(CrashPoint.AFTER_STAGE)
             summary = _summary(pipeline, plan, run, staged, staging, files, started)
-            summary.schema_changes = changes
+            summary.schema_changes, summary.phases = changes, add_phases(phases, {})
             data = [f for f in frame.schema.fields
                     if f.name != source.partition and not f.name.startswith("__wl_")]
             from pyspark.sql.types import StructType
@@ -274,11 +279,14 @@ def publish_run(pipeline: Pipeline, checkpoint: str | CheckpointStore,
     record = staged.record
     details = CommitDetails(**{**asdict(staged.details), "validation": validation,
                                "publish_on_failure": bool(publish_on_failure)})
-    cs.commit(staged.staging, RunRecord(record.watermark_ms, record.processing_time_ms,
-                                        record.max_event_time_ms, record.stats,
-                                        details.to_extra(), record.consumed, record.prefixes))
+    with timed(summary.phases, "commit"):
+        cs.commit(staged.staging, RunRecord(record.watermark_ms, record.processing_time_ms,
+                                            record.max_event_time_ms, record.stats,
+                                            details.to_extra(), record.consumed,
+                                            record.prefixes))
     summary.status, summary.published = RunStatus.PUBLISHED, True
-    summary.tables = sync_tables(cs, settings=settings)    # a rebuild's line: nothing yet
+    with timed(summary.phases, "tables"):
+        summary.tables = sync_tables(cs, settings=settings)    # a rebuild's line: nothing yet
     summary.finished_at = _now()
     return summary
 
@@ -322,24 +330,31 @@ def run_incremental(pipeline: Pipeline, source: PartitionedSource,
     options = {"spark": spark, "settings": settings, "result_schema": result_schema,
                "processing_time": processing_time, "validate": validate,
                "publish_on_failure": publish_on_failure, "progress": progress, "path": path}
-    # repairs a crash between a commit record and the tables (nothing when in step)
-    sync_tables(open_checkpoint(pipeline, checkpoint, settings), settings=settings, spark=spark)
+    phases: dict[str, float] = {}
+    with timed(phases, "tables"):   # repairs a crash between a commit record and the tables
+        sync_tables(open_checkpoint(pipeline, checkpoint, settings), settings=settings,
+                    spark=spark)
     if rebuild:
         return _rebuild(pipeline, source, open_checkpoint(pipeline, checkpoint, settings),
                         output, partitions, watermark, run_id, dry_run, options)
-    plan = plan_run(pipeline, source, checkpoint, partitions=partitions, run_id=run_id,
-                    settings=settings)
+    with timed(phases, "plan"):
+        plan = plan_run(pipeline, source, checkpoint, partitions=partitions, run_id=run_id,
+                        settings=settings)
     if plan.empty or dry_run:
         return RunSummary(pipeline=pipeline.name, run_id=plan.run_id,
                           status=RunStatus.DRY_RUN if dry_run else RunStatus.NOTHING_NEW,
                           version=plan.parent_version, started_at=_now(),
                           finished_at=_now(), files_consumed=len(plan.files),
-                          partitions=plan.partitions)
+                          partitions=plan.partitions, phases=phases)
     staged = stage_run(pipeline, source, checkpoint, output, plan, watermark=watermark,
                        spark=spark, settings=settings, result_schema=result_schema,
                        processing_time=processing_time, progress=progress, path=path)
+    staged.summary.phases = add_phases(phases, staged.summary.phases)
+    outcome = None
     try:
-        outcome = validate(staged.firings, staged.summary) if validate is not None else None
+        if validate is not None:
+            with timed(staged.summary.phases, "validate"):
+                outcome = validate(staged.firings, staged.summary)
     except BaseException:     # the gate could not decide (QUALITY_UNAVAILABLE...): fail closed
         staged.staging.abort()
         raise

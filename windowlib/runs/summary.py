@@ -5,6 +5,15 @@ rows. An unreadable file counts its rows on both sides when its footer (or its l
 many it had; a file whose row count cannot be known is listed in ``bad_files`` with
 ``rows: None`` and counted as a file, not as rows (``lines`` states rows and files apart).
 
+``phases``: the wall seconds of a run by phase (``PHASES``, in that order; a phase the run did
+not go through is absent): ``tables`` bringing the output tables and their catalog names in
+step (at the start of a run and after its commit), ``plan`` listing the new files, ``inputs``
+reading footers, the saved state's record and the source's schema, ``build`` the engine's
+plan on the driver (nothing executes), ``write`` the routed frame and its one Spark job
+(reading the new files and the state, computing, writing every output), ``validate`` the
+quality gate when ``run_incremental`` calls it, ``commit`` the commit record. ``seconds``
+is the staging's wall time (``inputs`` to the staged record).
+
 A run's ``validation`` is the quality gate's JSON; ``validation_status`` reads it as ``passed``,
 ``failed``, ``off`` (the caller turned validation off) or ``not run`` (no record: a run that
 was not validated, e.g. one committed before the gate failed closed).
@@ -13,7 +22,9 @@ was not validated, e.g. one committed before the gate failed closed).
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +33,24 @@ from windowlib.core.time import finite_ms
 from windowlib.runs.protocol import RunStatus
 
 VALIDATION_STATUSES = ("passed", "failed", "off", "not run")
+PHASES = ("tables", "plan", "inputs", "build", "write", "validate", "commit")
+
+
+@contextmanager
+def timed(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Add the wall seconds spent in the block to ``phases[name]`` (also when it raises)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - started, 3)
+
+
+def add_phases(into: dict[str, float], more: dict[str, float]) -> dict[str, float]:
+    """``into`` plus ``more``, phase by phase, in ``PHASES`` order (a new dict)."""
+    keys = [k for k in PHASES if k in into or k in more]
+    keys += [k for k in (*into, *more) if k not in keys]
+    return {k: round(into.get(k, 0.0) + more.get(k, 0.0), 3) for k in keys}
 
 
 def validation_status(validation: Mapping[str, Any] | None) -> str:
@@ -80,6 +109,7 @@ class RunSummary:
     publish_on_failure: bool = False
     path: str = "general"
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)   # wall seconds by PHASES
     tables: dict[str, Any] = field(default_factory=dict)   # runs/tables.sync_tables' report
 
     def check_conservation(self) -> None:
@@ -123,6 +153,9 @@ class RunSummary:
                + (f", retractions {self.retractions}" if self.retractions else ""),
                f"  state {self.state_rows} keys, {self.state_entries} entries, "
                f"{self.state_bytes} bytes"]
+        if self.phases:
+            out.append("  time " + ", ".join(f"{k} {v:.2f} s" for k, v
+                                              in add_phases(self.phases, {}).items()))
         status = validation_status(self.validation)
         if status != "not run":
             out.append(f"  validation {'FAILED' if status == 'failed' else status}"
