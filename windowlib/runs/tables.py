@@ -30,6 +30,7 @@ from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.quiet import expected_sql_errors, quiet_glob_locations
+from windowlib.engines.spark.session import statement_threads
 from windowlib.runs.outputs import reader_store
 from windowlib.runs.protocol import CommitDetails
 from windowlib.state.checkpoint import CheckpointStore
@@ -208,6 +209,7 @@ def _register(spark: Any, cs: CheckpointStore, tables: dict[str, OutputTable],
     quiet_glob_locations(spark)
     names: dict[str, str] = {}
     firings_schema = None
+    statements = []
     for name, table in tables.items():
         dt = table.current()
         if dt is None:
@@ -218,11 +220,15 @@ def _register(spark: Any, cs: CheckpointStore, tables: dict[str, OutputTable],
                              code="TABLE_UNAVAILABLE")
         struct = table_struct(dt)
         tbl = f"{cs.pipeline}_{name}"
-        _replace_table(spark, db, tbl, _location(table, dt, struct), struct,
-                       {f"{META}delta_version": str(dt.version()), f"{META}table": table.uri})
+        statements.append((spark, db, tbl, _location(table, dt, struct), struct,
+                           {f"{META}delta_version": str(dt.version()), f"{META}table": table.uri}))
         names[name] = f"{db}.{tbl}"
         if name == "firings":
             firings_schema = struct
+    # the tables are independent: their statements wait on Spark together (the first
+    # failure raises once every table's registration ended)
+    for done in [statement_threads().submit(_replace_table, *args) for args in statements]:
+        done.result()
     if firings_schema is not None:
         from windowlib.runs.outputs import latest_query
 

@@ -21,6 +21,10 @@ the driver to 127.0.0.1; on a cluster the driver's address is Spark's choice
 ``connect_url(url, session_id)`` names one server-side session in a Connect URL, so that
 several client processes (the tasks of one DAG run) share its state and its Python workers.
 
+``statement_threads()`` runs independent Spark statements of one caller together (the
+catalog names of a run's tables): a process-wide pool, because a PySpark thread pins a JVM
+thread and a py4j connection, so threads are reused, never made per call.
+
 ``stop_remote_sessions()`` closes the Connect sessions this module opened and clears PySpark's
 process-wide Connect flag, so classic sessions work again afterwards (PySpark routes
 ``pyspark.sql.functions`` to Connect while ``SPARK_CONNECT_MODE_ENABLED`` is set).
@@ -38,6 +42,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from windowlib.core.errors import InputError
@@ -217,3 +222,27 @@ def _restore(spark: Any, saved: Mapping[str, str | None]) -> None:
             spark.conf.unset(name)
         else:
             spark.conf.set(name, value)
+
+
+STATEMENT_THREADS = 4    # a run's output tables (firings, late, rejects, side outputs)
+_POOLS: list[ThreadPoolExecutor] = []
+_POOLS_LOCK = threading.Lock()
+
+
+def _forget_threads_after_fork() -> None:
+    """A forked child has none of its parent's threads: it starts its own."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_threads_after_fork)
+
+
+def statement_threads() -> ThreadPoolExecutor:
+    """The process's threads for independent Spark statements (``STATEMENT_THREADS``)."""
+    with _POOLS_LOCK:
+        if not _POOLS:
+            _POOLS.append(ThreadPoolExecutor(STATEMENT_THREADS,
+                                             thread_name_prefix="windowlib-statements"))
+        return _POOLS[0]
