@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -52,10 +54,10 @@ def _tables(cs: CheckpointStore, settings: S3Settings | None) -> dict[str, Outpu
 
 
 def _snapshot(cs: CheckpointStore, table: OutputTable, head: Any, dt: Any,
-              committed: list[Any]) -> TableSnapshot | str | None:
+              committed: Callable[[], list[Any]]) -> TableSnapshot | str | None:
     """What ``table`` must show for ``head``: the table's files plus the head run's when the
     table shows the head's parent (one record read), else every committed run's files
-    (``committed`` is filled on first need). ``None``: an output this pipeline never writes;
+    (``committed()``, read on first need). ``None``: an output this pipeline never writes;
     a string: why the table cannot show it."""
     from pyspark.sql.types import StructType
 
@@ -72,9 +74,7 @@ def _snapshot(cs: CheckpointStore, table: OutputTable, head: Any, dt: Any,
             and state.checkpoint_version == head.record.get("parent_version"):
         frames, base = [top], table.files(dt)
     else:
-        if not committed:
-            committed.extend(cs.committed())
-        frames, base = [f for c in committed if (f := frame(c))], []
+        frames, base = [f for c in committed() if (f := frame(c))], []
     files = snapshot_files(table, [(x["path"], int(x["bytes"]), int(x["rows"]))
                                    for f in frames for x in f["files"]])
     if files is None:
@@ -104,27 +104,29 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
         head = cs.latest(check_fingerprint=False)
         if head is None:
             return {}
-        committed: list[Any] = []
-        for name, table in tables.items():
+        committed = _once(cs.committed)
+
+        def sync(table: OutputTable) -> dict[str, Any] | None:
+            """The table's report entry (``moved`` when it published), ``None``: no table."""
             try:
                 dt = table.current()
                 state = table.state(dt) if dt is not None else None
-                if state is not None and state.checkpoint_version == head.version:
-                    report[name] = {"version": state.checkpoint_version,
-                                    "delta_version": state.delta_version}
-                    continue
-                snap = _snapshot(cs, table, head, dt, committed)
-                if snap is None:
-                    continue
-                if isinstance(snap, str):
-                    report[name] = {"error": snap, "code": "TABLE_UNAVAILABLE"}
-                    continue
-                moved = True
-                state = table.publish(snap)
-                report[name] = {"version": state.checkpoint_version,
-                                "delta_version": state.delta_version}
+                if state is None or state.checkpoint_version != head.version:
+                    snap = _snapshot(cs, table, head, dt, committed)
+                    if snap is None or isinstance(snap, str):
+                        return None if snap is None else {"error": snap,
+                                                          "code": "TABLE_UNAVAILABLE"}
+                    return {**_versions(table.publish(snap)), "moved": True}
+                return _versions(state)
             except StateError as exc:
-                report[name] = {"error": str(exc), "code": exc.code}
+                return {"error": str(exc), "code": exc.code}
+
+        # independent Delta tables: their commits are written together
+        runs = {name: statement_threads().submit(sync, table) for name, table in tables.items()}
+        for name, done in runs.items():
+            if (entry := done.result()) is not None:
+                moved = entry.pop("moved", False) or moved
+                report[name] = entry
     except StateError as exc:
         report["_all"] = {"error": str(exc), "code": exc.code}
     for name, entry in report.items():
@@ -145,6 +147,21 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
         except Exception as exc:     # the catalog is a convenience: never fails a publish
             log.warning("Spark catalog names of %s not updated: %s", cs.pipeline, exc)
     return report
+
+
+def _versions(state: Any) -> dict[str, Any]:
+    return {"version": state.checkpoint_version, "delta_version": state.delta_version}
+
+
+def _once(read: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
+    """``read()`` once, on first need, by whichever thread needs it first."""
+    lock, found = threading.Lock(), []
+
+    def get() -> list[Any]:
+        with lock:
+            found[:] = found or [read()]
+        return found[0]
+    return get
 
 
 def _spark_reads(spark: Any, cs: CheckpointStore) -> bool:
