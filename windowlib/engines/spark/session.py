@@ -21,9 +21,10 @@ the driver to 127.0.0.1; on a cluster the driver's address is Spark's choice
 ``connect_url(url, session_id)`` names one server-side session in a Connect URL, so that
 several client processes (the tasks of one DAG run) share its state and its Python workers.
 
-``statement_threads()`` runs independent Spark statements of one caller together (the
-catalog names of a run's tables): a process-wide pool, because a PySpark thread pins a JVM
-thread and a py4j connection, so threads are reused, never made per call.
+``statement_threads()`` runs independent work of one caller together (a run's output
+tables: their Delta commits, then their names in the catalog): a process-wide pool, because
+a PySpark thread pins a JVM thread and a py4j connection, so threads are reused, never made
+per call.
 
 ``stop_remote_sessions()`` closes the Connect sessions this module opened and clears PySpark's
 process-wide Connect flag, so classic sessions work again afterwards (PySpark routes
