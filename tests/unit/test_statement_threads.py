@@ -40,3 +40,23 @@ def test_a_forked_child_runs_statements_on_threads_of_its_own():
     if child.is_alive():    # the parent's pool, copied without its threads, never runs
         child.kill()
     assert child.exitcode == 0 and out.get(timeout=5) == "ran"
+
+
+def test_run_together_gives_results_in_order_and_raises_only_after_every_call_ended():
+    import time
+
+    from windowlib.engines.spark.session import run_together
+
+    assert run_together([(pow, (2, 3)), (max, (4, 1)), (len, ("abc",))]) == [8, 4, 3]
+    ended = []
+
+    def slow() -> None:
+        time.sleep(0.3)
+        ended.append("slow")
+
+    def fails() -> None:
+        raise RuntimeError("the first table failed")
+
+    with pytest.raises(RuntimeError, match="first table"):
+        run_together([(fails, ()), (slow, ())])
+    assert ended == ["slow"]      # no call of the group still runs when its failure raises

@@ -32,7 +32,7 @@ from windowlib.core.errors import DefinitionError, StateError
 from windowlib.core.outputs import OUTPUTS
 from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.quiet import expected_sql_errors, quiet_glob_locations
-from windowlib.engines.spark.session import statement_threads
+from windowlib.engines.spark.session import run_together
 from windowlib.runs.outputs import reader_store
 from windowlib.runs.protocol import CommitDetails
 from windowlib.state.checkpoint import CheckpointStore
@@ -122,9 +122,9 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
                 return {"error": str(exc), "code": exc.code}
 
         # independent Delta tables: their commits are written together
-        runs = {name: statement_threads().submit(sync, table) for name, table in tables.items()}
-        for name, done in runs.items():
-            if (entry := done.result()) is not None:
+        entries = run_together([(sync, (table,)) for table in tables.values()])
+        for name, entry in zip(tables, entries, strict=True):
+            if entry is not None:
                 moved = entry.pop("moved", False) or moved
                 report[name] = entry
     except StateError as exc:
@@ -242,10 +242,8 @@ def _register(spark: Any, cs: CheckpointStore, tables: dict[str, OutputTable],
         names[name] = f"{db}.{tbl}"
         if name == "firings":
             firings_schema = struct
-    # the tables are independent: their statements wait on Spark together (the first
-    # failure raises once every table's registration ended)
-    for done in [statement_threads().submit(_replace_table, *args) for args in statements]:
-        done.result()
+    # independent tables: their statements wait on Spark together
+    run_together([(_replace_table, args) for args in statements])
     if firings_schema is not None:
         from windowlib.runs.outputs import latest_query
 

@@ -42,11 +42,12 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from windowlib.core.errors import InputError
+from windowlib.core.outputs import OUTPUTS
 
 LOCAL_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -225,7 +226,7 @@ def _restore(spark: Any, saved: Mapping[str, str | None]) -> None:
             spark.conf.set(name, value)
 
 
-STATEMENT_THREADS = 4    # a run's output tables (firings, late, rejects, side outputs)
+STATEMENT_THREADS = len(OUTPUTS)    # one per output table of a run
 _POOLS: list[ThreadPoolExecutor] = []
 _POOLS_LOCK = threading.Lock()
 
@@ -240,8 +241,17 @@ def _forget_threads_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_threads_after_fork)
 
 
+def run_together(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[Any]:
+    """Each ``(fn, args)`` on the statement threads; their results in order once all ended
+    (the first failure in order raises then, never while another call still runs)."""
+    futures = [statement_threads().submit(fn, *args) for fn, args in calls]
+    wait(futures)
+    return [f.result() for f in futures]
+
+
 def statement_threads() -> ThreadPoolExecutor:
-    """The process's threads for independent Spark statements (``STATEMENT_THREADS``)."""
+    """The process's threads for a caller's independent work (Spark statements, table
+    commits); a task must not wait on another task of this pool."""
     with _POOLS_LOCK:
         if not _POOLS:
             _POOLS.append(ThreadPoolExecutor(STATEMENT_THREADS,
