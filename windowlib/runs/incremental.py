@@ -189,7 +189,7 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
         try:
             fault_point(CrashPoint.AFTER_STAGE)
             summary = _summary(pipeline, plan, run, staged, staging, files, started)
-            summary.schema_changes, summary.phases = changes, add_phases(phases, {})
+            summary.schema_changes, summary.phases = changes, add_phases(phases)
             data = [f for f in frame.schema.fields
                     if f.name != source.partition and not f.name.startswith("__wl_")]
             from pyspark.sql.types import StructType

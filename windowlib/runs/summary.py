@@ -46,11 +46,11 @@ def timed(phases: dict[str, float], name: str) -> Iterator[None]:
         phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - started, 3)
 
 
-def add_phases(into: dict[str, float], more: dict[str, float]) -> dict[str, float]:
-    """``into`` plus ``more``, phase by phase, in ``PHASES`` order (a new dict)."""
-    keys = [k for k in PHASES if k in into or k in more]
-    keys += [k for k in (*into, *more) if k not in keys]
-    return {k: round(into.get(k, 0.0) + more.get(k, 0.0), 3) for k in keys}
+def add_phases(*parts: dict[str, float]) -> dict[str, float]:
+    """The ``parts`` added phase by phase, in ``PHASES`` order (a new dict)."""
+    keys = [k for k in PHASES if any(k in p for p in parts)]
+    keys += [k for p in parts for k in p if k not in keys]
+    return {k: round(sum(p.get(k, 0.0) for p in parts), 3) for k in keys}
 
 
 def validation_status(validation: Mapping[str, Any] | None) -> str:
@@ -155,7 +155,7 @@ class RunSummary:
                f"{self.state_bytes} bytes"]
         if self.phases:
             out.append("  time " + ", ".join(f"{k} {v:.2f} s" for k, v
-                                              in add_phases(self.phases, {}).items()))
+                                              in add_phases(self.phases).items()))
         status = validation_status(self.validation)
         if status != "not run":
             out.append(f"  validation {'FAILED' if status == 'failed' else status}"

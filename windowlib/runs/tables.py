@@ -113,9 +113,10 @@ def sync_tables(source: str | CheckpointStore, *, settings: S3Settings | None = 
                 state = table.state(dt) if dt is not None else None
                 if state is None or state.checkpoint_version != head.version:
                     snap = _snapshot(cs, table, head, dt, committed)
-                    if snap is None or isinstance(snap, str):
-                        return None if snap is None else {"error": snap,
-                                                          "code": "TABLE_UNAVAILABLE"}
+                    if snap is None:
+                        return None
+                    if isinstance(snap, str):
+                        return {"error": snap, "code": "TABLE_UNAVAILABLE"}
                     return {**_versions(table.publish(snap)), "moved": True}
                 return _versions(state)
             except StateError as exc:
