@@ -151,7 +151,9 @@ def _chained_session(context: Any) -> str | None:
     pay that start every run; a chain pays it once per pipeline.
 
     How: a run takes the session the latest earlier run of its chain handed on (the same
-    task's XCom under the chain's key). Scheduled, manual and asset-triggered runs form one
+    task's XCom under the chain's key: one value, the latest run's; ``map_indexes=-1`` asks
+    for exactly that, because without it Airflow returns every earlier run's value, a list
+    from the third run on). Scheduled, manual and asset-triggered runs form one
     chain: ``max_active_runs=1`` keeps them from overlapping. Backfill runs may overlap those,
     so they form a chain of their own. The task marks the session taken (``None`` under the
     key) before it uses it, and ``_hand_on`` records the id once it succeeded, so a task
@@ -165,7 +167,7 @@ def _chained_session(context: Any) -> str | None:
         return None
     ti, key = chain
     retried = (getattr(ti, "try_number", None) or 1) > 1
-    previous = None if retried else ti.xcom_pull(task_ids=ti.task_id, key=key,
+    previous = None if retried else ti.xcom_pull(task_ids=ti.task_id, key=key, map_indexes=-1,
                                                  include_prior_dates=True)
     ti.xcom_push(key, None)
     return previous if isinstance(previous, str) and previous else None

@@ -2,8 +2,8 @@
 server (``infra.spark_connect``) on 127.0.0.1, named by an Airflow
 ``spark_connect`` connection (``WINDOWLIB_SPARK_CONNECT_CONN_ID``); ``dag.test()`` runs the
 whole write-audit-publish chain through it and publishes, the run and audit tasks in one
-server session, and the next run of the DAG goes on in that session (its Python workers are
-already started)."""
+server session, and every next run of the DAG goes on in that session (its Python workers are
+already started) — the third too, when more than one earlier run has handed it on."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_mod
     from windowlib.runs.status import job_status, run_history
 
     lake = tmp_path / "lake"
-    write_synthetic(lake / DATA_PATH, hours=2, events_per_hour=40)
+    write_synthetic(lake / DATA_PATH, hours=3, events_per_hour=40)
     server = start_connect_server(conf={"spark.sql.shuffle.partitions": "1"})
     try:
         host, port = server.url[len("sc://"):].split(":")
@@ -46,15 +46,20 @@ def test_pipeline_dag_runs_over_a_spark_connect_server(airflow_db, pipelines_mod
         monkeypatch.setenv("SPARK_REMOTE", "")
         second = _run_dag(pipelines_module, datetime(2024, 3, 1, 2, tzinfo=UTC), lake)
         assert second["run"]["spark_session"] == second["audit"]["spark_session"] == shared
+        # and so does the one after: two earlier runs handed the session on by now, and the
+        # latest one's counts (a pull of every earlier run's XCom would give a list)
+        monkeypatch.setenv("SPARK_REMOTE", "")
+        third = _run_dag(pipelines_module, datetime(2024, 3, 1, 3, tzinfo=UTC), lake)
+        assert third["run"]["spark_session"] == third["audit"]["spark_session"] == shared
         job = get("clickstream_demo")
         status = job_status(job, lake.as_uri())
-        assert status["version"] == 2 and status["files_consumed_total"] == 2
+        assert status["version"] == 3 and status["files_consumed_total"] == 3
         last = run_history(job, lake.as_uri())[-1]
         assert last["validation"]["success"] is True and last["firings"] > 0
         # windowlib_backfill's runs chain their own session the same way
         handed = [_backfill(backfill_module, datetime(2024, 3, 2, hour, tzinfo=UTC), lake)
-                  for hour in (1, 2)]
-        assert handed[0] and handed[0] == handed[1] != shared, handed
+                  for hour in (1, 2, 3)]
+        assert handed[0] and handed[0] == handed[1] == handed[2] != shared, handed
     finally:
         sessions.stop_remote_sessions()
         server.stop()

@@ -326,7 +326,7 @@ def test_a_run_takes_the_session_its_predecessor_handed_on_in_its_own_chain(
     _hand_on(context, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")
     # the latest earlier run's id; marked taken BEFORE use (a killed task hands nothing on)
     assert ti.calls == [
-        ("pull", {"task_ids": "run", "key": key, "include_prior_dates": True}),
+        ("pull", {"task_ids": "run", "key": key, "map_indexes": -1, "include_prior_dates": True}),
         ("push", key, None),
         ("push", key, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")]
     assert _chained_session({}) is None              # outside a DAG run: nothing to chain
