@@ -17,10 +17,13 @@ hourly file of 20 events, then a run with nothing new), in three set-ups:
   long-lived local Spark Connect server started once (``infra/spark-connect.sh``);
 * ``services``: the real Airflow services (``infra/airflow_services.py``: scheduler with its
   LocalExecutor, api-server, dag-processor), tasks as Spark Connect clients, scheduled runs
-  over three hourly files — once with the scheduler preloading the tasks' modules
-  (``infra/airflow_settings``, the default) and once without (``WINDOWLIB_PRELOAD=0``); per
-  run and per task the times Airflow recorded (medians of runs 2-3; "between tasks" is the
-  run's wall time outside its tasks), and the ratio.
+  over ``--services-runs`` hourly files (default 8) — once with the scheduler preloading the
+  tasks' modules (``infra/airflow_settings``, the default) and once without
+  (``WINDOWLIB_PRELOAD=0``); per run and per task the times Airflow recorded, and the ratio.
+  Medians are printed over runs 2-N and, apart, over the second half of the runs: an hourly
+  DAG on a long-lived Connect server runs in that steady state (its session chain and the
+  server's JIT are warm), while its second and third runs still warm up. "Between tasks" is
+  a run's wall time outside its tasks.
 
 Figures are seconds on this machine (wall clock; for parsing also CPU time, which a busy
 shared machine distorts less), printed, never asserted. Everything runs on
@@ -126,7 +129,7 @@ def _land_hour(lake: Path, hour: int) -> None:
     from jobs.synthetic import DATA_PATH, write_synthetic
 
     source = lake.parent / "synthetic"
-    info = write_synthetic(source, hours=3, events_per_hour=20, late_fraction=0.0,
+    info = write_synthetic(source, hours=24, events_per_hour=20, late_fraction=0.0,
                            very_late_fraction=0.0, bad_rows=0)
     part = f"arrival_hour={info.partitions[hour - 1]}"
     shutil.copytree(source / part, lake / DATA_PATH / part)
@@ -170,7 +173,8 @@ def _fresh_setup(label: str, work: Path, env: dict[str, str], lake: Path) -> Non
           "per task: " + ", ".join(f"{k} {v:.1f} s" for k, v in tasks.items()))
 
 
-def measure_runs(work: Path, setups: list[str], services_order: str = "on,off") -> None:
+def measure_runs(work: Path, setups: list[str], services_order: str = "on,off",
+                 services_runs: int = 8) -> None:
     """Print per-run wall seconds: a run with one new tiny file, and one with nothing new."""
     sys.path[:0] = [str(DAGS), str(REPO)]
     home = work / "airflow"
@@ -228,18 +232,19 @@ def measure_runs(work: Path, setups: list[str], services_order: str = "on,off") 
         _fresh_setup("fresh process per task, local Spark", work, env, work / "lake-fresh")
 
     if "services" in setups:  # the real services: the scheduler forks the task processes
-        measure_services(work, services_order)
+        measure_services(work, services_order, services_runs)
 
 
-def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float], dict]:
-    """Three scheduled runs of ``windowlib_clickstream_demo`` in real services: (seconds per
-    run, median seconds per task of runs 2-3), as Airflow recorded them."""
+def _services_runs(work: Path, preload: bool, remote: str, count: int
+                   ) -> tuple[list[float], list[dict[str, float]]]:
+    """``count`` scheduled runs of ``windowlib_clickstream_demo`` in real services, one hourly
+    file each: (seconds per run, seconds per task of each run), as Airflow recorded them."""
     from datetime import datetime
 
     from infra import airflow_services as svc
 
     lake = work / f"lake-services-{'on' if preload else 'off'}"
-    for hour in (1, 2, 3):
+    for hour in range(1, count + 1):
         _land_hour(lake, hour)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -249,12 +254,13 @@ def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float],
                              "WINDOWLIB_PRELOAD": "1" if preload else "0",
                              "SPARK_REMOTE": remote,
                              "WINDOWLIB_DAG_START_DATE": "2024-03-01T00:00:00+00:00",
-                             "WINDOWLIB_DAG_END_DATE": "2024-03-01T02:00:00+00:00"})
+                             "WINDOWLIB_DAG_END_DATE":
+                                 f"2024-03-01T{count - 1:02d}:00:00+00:00"})
     try:
         dag, deadline = "windowlib_clickstream_demo", time.monotonic() + 1800
         while True:
             runs = _rest(services, f"/dags/{dag}/dagRuns?order_by=logical_date")["dag_runs"]
-            if len(runs) == 3 and all(r["state"] in ("success", "failed") for r in runs):
+            if len(runs) == count and all(r["state"] in ("success", "failed") for r in runs):
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{dag}: runs not finished: {runs}")
@@ -274,8 +280,7 @@ def _services_runs(work: Path, preload: bool, remote: str) -> tuple[list[float],
             # between tasks: the run's wall time not spent inside a task (scheduling, start-up)
             tasks["(between tasks)"] = seconds(r) - sum(tasks.values())
             per_task.append(tasks)
-        return [seconds(r) for r in runs], {
-            k: statistics.median(t.get(k, 0.0) for t in per_task[1:]) for k in per_task[-1]}
+        return [seconds(r) for r in runs], per_task
     finally:
         services.stop()
 
@@ -289,21 +294,33 @@ def _rest(services: object, path: str) -> dict:
         return json.loads(resp.read())
 
 
-def measure_services(work: Path, order: str = "on,off") -> None:
+def _median_tasks(per_task: list[dict[str, float]]) -> str:
+    return ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in per_task):.1f} s"
+                     for k in per_task[-1])
+
+
+def measure_services(work: Path, order: str = "on,off", count: int = 8) -> None:
     """Per-run seconds in the real services, with and without the scheduler's preload, in
-    ``order`` (alternate it between invocations: the load of a shared machine drifts)."""
+    ``order`` (alternate it between invocations: the load of a shared machine drifts), over
+    ``count`` (>= 3) scheduled runs: medians of runs 2-N and of the second half."""
     from infra.spark_connect import start_connect_server
 
+    if not 3 <= count <= 24:
+        raise SystemExit("--services-runs must be 3..24 (one synthetic day of hourly files)")
+    half = count // 2      # runs half+1 .. count: the steady state
     server = start_connect_server()
     try:
         found = {}
         for preload in (x.strip() == "on" for x in order.split(",")):
-            per_run, tasks = _services_runs(work, preload, server.url)
+            per_run, tasks = _services_runs(work, preload, server.url, count)
             found[preload] = statistics.median(per_run[1:])
-            print(f"  real services, preload {'on' if preload else 'off'}: median of runs 2-3 "
-                  f"{found[preload]:.1f} s (runs: "
-                  + ", ".join(f"{x:.1f} s" for x in per_run) + ")\n    runs 2-3, median per task: "
-                  + ", ".join(f"{k} {v:.1f} s" for k, v in tasks.items()), flush=True)
+            print(f"  real services, preload {'on' if preload else 'off'}: median of runs "
+                  f"2-{count} {found[preload]:.1f} s, of runs {half + 1}-{count} "
+                  f"{statistics.median(per_run[half:]):.1f} s (runs: "
+                  + ", ".join(f"{x:.1f} s" for x in per_run) + ")"
+                  + f"\n    runs 2-{count}, median per task: {_median_tasks(tasks[1:])}"
+                  + f"\n    runs {half + 1}-{count}, median per task: "
+                  + _median_tasks(tasks[half:]), flush=True)
         if len(found) == 2:
             print(f"  preload on / off per run: {found[True] / found[False]:.2f}", flush=True)
     finally:
@@ -319,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="per-run set-ups to measure (comma-separated; also: services)")
     parser.add_argument("--services-order", default="on,off",
                         help="services set-up: preload on/off order (alternate between runs)")
+    parser.add_argument("--services-runs", type=int, default=8,
+                        help="services set-up: scheduled runs per preload setting (3..24)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="wl-dag-overhead-"))
     try:
@@ -333,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.parse_only:
             print("Per-run fixed cost, windowlib_clickstream_demo, 20 new events / nothing new:",
                   flush=True)
-            measure_runs(work, args.setups.split(","), args.services_order)
+            measure_runs(work, args.setups.split(","), args.services_order,
+                         args.services_runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
