@@ -48,8 +48,9 @@ Invariants:
   tasks of one DAG run share one server session (unless the URL names one): ``run`` passes
   its id on in its XCom (``spark_session``). ``run`` takes the session over from the DAG's
   previous run when that run's ``run`` task handed it on (``_windowlib_tasks._chained_session``:
-  one chain for backfill runs, one for the others), else makes a new one, so the server
-  starts a pipeline's Python workers once, not once per run or per task
+  one chain for backfill runs, one for the others) and ran the same code (windowlib and the
+  registry's package, by digest), else makes a new one, so the server starts a pipeline's
+  Python workers once per deployment, not once per run or per task
   (``windowlib_backfill``'s ``backfill`` task chains its runs the same way).
 * Every task body runs in ``task_scope()`` (``_windowlib_ops``): library noise below INFO and
   one ``windowlib <stage> <pipeline>:`` line per stage, S3 through ``$WINDOWLIB_AWS_CONN_ID``'s

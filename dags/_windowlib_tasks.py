@@ -155,7 +155,11 @@ def _chained_session(context: Any) -> str | None:
     for exactly that, because without it Airflow returns every earlier run's value, a list
     from the third run on). Scheduled, manual and asset-triggered runs form one
     chain: ``max_active_runs=1`` keeps them from overlapping. Backfill runs may overlap those,
-    so they form a chain of their own. The task marks the session taken (``None`` under the
+    so they form a chain of their own. A session is handed on with the digest of the code
+    the task ran (``job_code_digest``: windowlib and the registry's package) and taken over
+    only by the same code: after a deployment the next run starts a new session, because a
+    session that holds the older code shipped to a cluster, or Python workers that imported
+    it, may keep running it. The task marks the session taken (``None`` under the
     key) before it uses it, and ``_hand_on`` records the id once it succeeded, so a task
     that failed or was killed half-way (its run-scoped SQL settings or cached frames possibly
     left in the session) hands nothing on, and neither does a run still in flight: the next
@@ -170,13 +174,22 @@ def _chained_session(context: Any) -> str | None:
     previous = None if retried else ti.xcom_pull(task_ids=ti.task_id, key=key, map_indexes=-1,
                                                  include_prior_dates=True)
     ti.xcom_push(key, None)
-    return previous if isinstance(previous, str) and previous else None
+    if not isinstance(previous, dict) or previous.get("code") != _code_digest():
+        return None      # nothing handed on, or handed on by other code (or an older format)
+    session = previous.get("session")
+    return session if isinstance(session, str) and session else None
 
 
 def _hand_on(context: Any, session_id: str | None) -> None:
     chain = _chain(context)
     if chain is not None and session_id:
-        chain[0].xcom_push(chain[1], session_id)
+        chain[0].xcom_push(chain[1], {"session": session_id, "code": _code_digest()})
+
+
+def _code_digest() -> str:
+    from windowlib.runs.operations import job_code_digest
+
+    return job_code_digest()
 
 
 def _chained_spark(context: Any) -> tuple[Any, str | None]:

@@ -85,7 +85,9 @@ def _backfill(backfill_module, at: datetime, lake) -> str:
         "pipeline": "clickstream_demo", "first": "2024-03-01T00", "last": "2024-03-01T00",
         "root": lake.as_uri()})
     assert str(dr.state) == "success", {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}
-    return _xcoms(dr.dag_id, dr.run_id, "spark_connect_session")["backfill"]
+    handed = _xcoms(dr.dag_id, dr.run_id, "spark_connect_session")["backfill"]
+    assert set(handed) == {"session", "code"}, handed
+    return handed["session"]
 
 
 def _return_values(dag_id: str, run_id: str) -> dict[str, dict]:

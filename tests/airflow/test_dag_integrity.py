@@ -305,13 +305,23 @@ class _RecordingTaskInstance:
         self.calls.append(("push", key, value))
 
 
+_SAME_CODE = object()     # stands for the digest of the code the test runs
+
+
 @pytest.mark.parametrize("run_type, key, previous, taken", [
-    ("scheduled", "spark_connect_session", "6f1d2c3b-0000-4000-8000-000000000001",
+    ("scheduled", "spark_connect_session",
+     {"session": "6f1d2c3b-0000-4000-8000-000000000001", "code": _SAME_CODE},
      "6f1d2c3b-0000-4000-8000-000000000001"),
     ("DagRunType.MANUAL", "spark_connect_session", None, None),   # the first run: a new one
-    ("asset_triggered", "spark_connect_session", "", None),
+    ("asset_triggered", "spark_connect_session", {"session": "", "code": _SAME_CODE}, None),
+    # handed on by other code (a deployment since): a new session
+    ("scheduled", "spark_connect_session",
+     {"session": "6f1d2c3b-0000-4000-8000-000000000001", "code": "0123456789abcdef"}, None),
+    # the format before the code digest (a bare id): a new session
+    ("scheduled", "spark_connect_session", "6f1d2c3b-0000-4000-8000-000000000001", None),
     # backfill runs may overlap the others: a chain of their own
-    ("backfill", "spark_connect_session_backfill", "6f1d2c3b-0000-4000-8000-000000000002",
+    ("backfill", "spark_connect_session_backfill",
+     {"session": "6f1d2c3b-0000-4000-8000-000000000002", "code": _SAME_CODE},
      "6f1d2c3b-0000-4000-8000-000000000002"),
 ])
 def test_a_run_takes_the_session_its_predecessor_handed_on_in_its_own_chain(
@@ -320,15 +330,21 @@ def test_a_run_takes_the_session_its_predecessor_handed_on_in_its_own_chain(
 
     from _windowlib_tasks import _chained_session, _hand_on
 
+    from windowlib.runs.operations import job_code_digest
+
+    code = job_code_digest()
+    if isinstance(previous, dict) and previous["code"] is _SAME_CODE:
+        previous = {**previous, "code": code}
     ti = _RecordingTaskInstance(previous)
     context = {"ti": ti, "dag_run": SimpleNamespace(run_type=run_type)}
     assert _chained_session(context) == taken
     _hand_on(context, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")
-    # the latest earlier run's id; marked taken BEFORE use (a killed task hands nothing on)
+    # the latest earlier run's id; marked taken BEFORE use (a killed task hands nothing on);
+    # handed on with the digest of the code that ran in it
     assert ti.calls == [
         ("pull", {"task_ids": "run", "key": key, "map_indexes": -1, "include_prior_dates": True}),
         ("push", key, None),
-        ("push", key, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")]
+        ("push", key, {"session": "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f", "code": code})]
     assert _chained_session({}) is None              # outside a DAG run: nothing to chain
 
 

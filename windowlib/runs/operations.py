@@ -65,6 +65,18 @@ def job_session(spark: Any = None) -> Any:
     return spark
 
 
+def job_code_digest() -> str:
+    """The digest of the code ``job_session`` ships (windowlib and the registry's package,
+    ``shipping.code_digest``): a Spark session that ran other code is not reused."""
+    from windowlib.core.errors import ExecutionError
+    from windowlib.engines.spark.shipping import code_digest
+
+    try:
+        return code_digest([os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)])
+    except ExecutionError:
+        return code_digest()
+
+
 def default_root() -> str:
     module = registry_module()
     root = getattr(module, "default_root", None)

@@ -15,6 +15,10 @@ Invariants:
   archive per package and content, named ``{package}-{sha256[:16]}.zip`` in a private temp
   directory, built at most once per process. Changed sources give a new name.
 - Idempotent per session: shipping the same archive to the same session twice does nothing.
+- ``code_digest(modules)`` names the code ``ship_code(spark, modules)`` ships (the same
+  packages and the same digest rule as the archives' names): a long-lived session that ran
+  one version of the code is reused only by callers with the same digest, because a session
+  that already holds an older archive of a package may keep importing it.
 - A module that cannot be found or has no source file on the driver is
   ``ExecutionError(MODULE_UNAVAILABLE)`` naming it (nothing is shipped for it).
 - Executors that still miss a module report it as ``MODULE_UNAVAILABLE`` through
@@ -35,7 +39,7 @@ from typing import Any
 
 from windowlib.core.errors import ExecutionError
 
-__all__ = ["code_archive", "is_local_master", "ship_code"]
+__all__ = ["code_archive", "code_digest", "is_local_master", "ship_code"]
 
 _LOCK = threading.Lock()
 _ARCHIVES: dict[tuple[str, str], Path] = {}      # (package, digest) -> zip
@@ -70,15 +74,31 @@ def _sources(name: str) -> tuple[Path, list[tuple[Path, str]]]:
     return root.parent, [(p, p.relative_to(root.parent).as_posix()) for p in files]
 
 
+def _digest(files: list[tuple[Path, str]]) -> str:
+    digest = hashlib.sha256()
+    for path, arcname in files:
+        digest.update(arcname.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _packages(modules: Iterable[str]) -> list[str]:
+    """The top-level packages ``ship_code`` ships for ``modules``: windowlib first."""
+    return list(dict.fromkeys(["windowlib", *(m.split(".")[0] for m in modules if m)]))
+
+
+def code_digest(modules: Iterable[str] = ()) -> str:
+    """One digest of the sources of windowlib and ``modules``' top-level packages (what
+    ``ship_code(spark, modules)`` ships); raises ``MODULE_UNAVAILABLE`` like it."""
+    parts = [f"{name}-{_digest(_sources(name)[1])}" for name in _packages(modules)]
+    return hashlib.sha256(" ".join(parts).encode()).hexdigest()[:16]
+
+
 def code_archive(module: str) -> Path:
     """A zip of the top-level package (or module) of ``module``, built once per content."""
     global _DIR
     _, files = _sources(module)
-    digest = hashlib.sha256()
-    for path, arcname in files:
-        digest.update(arcname.encode() + b"\0" + path.read_bytes() + b"\0")
     top = module.split(".")[0]
-    key = (top, digest.hexdigest()[:16])
+    key = (top, _digest(files))
     with _LOCK:
         cached = _ARCHIVES.get(key)
         if cached is not None and cached.exists():
@@ -108,8 +128,7 @@ def ship_code(spark: Any, modules: Iterable[str] = (), *, force: bool = False) -
     """
     if not force and is_local_master(spark):
         return []
-    names = list(dict.fromkeys(["windowlib", *(m.split(".")[0] for m in modules if m)]))
-    archives = [code_archive(name) for name in names]
+    archives = [code_archive(name) for name in _packages(modules)]
     connect = _is_connect(spark)
     # an application (classic) or a Connect session; never id(): ids of dead objects recur
     holder = str(spark.session_id) if connect else str(spark.sparkContext.applicationId)
