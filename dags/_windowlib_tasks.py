@@ -174,8 +174,9 @@ def _chained_session(context: Any) -> str | None:
     previous = None if retried else ti.xcom_pull(task_ids=ti.task_id, key=key, map_indexes=-1,
                                                  include_prior_dates=True)
     ti.xcom_push(key, None)
-    if not isinstance(previous, dict) or previous.get("code") != _code_digest():
-        return None      # nothing handed on, or handed on by other code (or an older format)
+    code = _code_digest()
+    if code is None or not isinstance(previous, dict) or previous.get("code") != code:
+        return None      # nothing handed on, or by other code (or an older format), or unknown
     session = previous.get("session")
     return session if isinstance(session, str) and session else None
 
@@ -186,7 +187,7 @@ def _hand_on(context: Any, session_id: str | None) -> None:
         chain[0].xcom_push(chain[1], {"session": session_id, "code": _code_digest()})
 
 
-def _code_digest() -> str:
+def _code_digest() -> str | None:
     from windowlib.runs.operations import job_code_digest
 
     return job_code_digest()

@@ -348,6 +348,28 @@ def test_a_run_takes_the_session_its_predecessor_handed_on_in_its_own_chain(
     assert _chained_session({}) is None              # outside a DAG run: nothing to chain
 
 
+def test_without_a_digest_of_its_code_a_run_takes_no_session_over(monkeypatch):
+    """(windowlib installed without Python sources: which code a session ran is unknown)"""
+    from types import SimpleNamespace
+
+    import _windowlib_tasks as tasks
+
+    from windowlib.core.errors import ExecutionError
+    from windowlib.engines.spark import shipping
+
+    def no_source(modules=()):
+        raise ExecutionError("no source", code="MODULE_UNAVAILABLE")
+
+    monkeypatch.setattr(shipping, "code_digest", no_source)
+    ti = _RecordingTaskInstance({"session": "6f1d2c3b-0000-4000-8000-000000000001",
+                                 "code": None})
+    context = {"ti": ti, "dag_run": SimpleNamespace(run_type="scheduled")}
+    assert tasks._chained_session(context) is None
+    tasks._hand_on(context, "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f")
+    assert ti.calls[-1] == ("push", tasks.SESSION_XCOM,
+                            {"session": "0b9e1f5c-3a57-4e0e-8f7d-1c2b3a4d5e6f", "code": None})
+
+
 def test_a_retried_run_task_starts_a_new_session():
     """Its earlier try may have died inside the session it took over (and Airflow cleared
     that try's mark): it neither takes the chain's session nor hands one on before success."""

@@ -65,16 +65,21 @@ def job_session(spark: Any = None) -> Any:
     return spark
 
 
-def job_code_digest() -> str:
+def job_code_digest() -> str | None:
     """The digest of the code ``job_session`` ships (windowlib and the registry's package,
-    ``shipping.code_digest``): a Spark session that ran other code is not reused."""
+    ``shipping.code_digest``): a Spark session that ran other code is not reused. ``None``
+    when windowlib itself has no Python source to digest (then no session is reused)."""
     from windowlib.core.errors import ExecutionError
     from windowlib.engines.spark.shipping import code_digest
 
     try:
         return code_digest([os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)])
     except ExecutionError:
+        pass
+    try:
         return code_digest()
+    except ExecutionError:
+        return None
 
 
 def default_root() -> str:
