@@ -302,7 +302,7 @@ def _median_tasks(per_task: list[dict[str, float]]) -> str:
 def measure_services(work: Path, order: str = "on,off", count: int = 8) -> None:
     """Per-run seconds in the real services, with and without the scheduler's preload, in
     ``order`` (alternate it between invocations: the load of a shared machine drifts), over
-    ``count`` (>= 3) scheduled runs: medians of runs 2-N and of the second half."""
+    ``count`` (3..24) scheduled runs: medians of runs 2-N and of the second half."""
     from infra.spark_connect import start_connect_server
 
     if not 3 <= count <= 24:
