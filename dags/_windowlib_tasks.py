@@ -187,10 +187,17 @@ def _hand_on(context: Any, session_id: str | None) -> None:
         chain[0].xcom_push(chain[1], {"session": session_id, "code": _code_digest()})
 
 
-def _code_digest() -> str | None:
-    from windowlib.runs.operations import job_code_digest
+_CODE: list[str | None] = []     # this task process's code digest, once
 
-    return job_code_digest()
+
+def _code_digest() -> str | None:
+    """The digest of the code this process runs, taken once: the session is handed on with
+    the code it ran, even if the files change on disk while the task runs."""
+    if not _CODE:
+        from windowlib.runs.operations import job_code_digest
+
+        _CODE.append(job_code_digest())
+    return _CODE[0]
 
 
 def _chained_spark(context: Any) -> tuple[Any, str | None]:

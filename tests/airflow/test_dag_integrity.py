@@ -361,6 +361,7 @@ def test_without_a_digest_of_its_code_a_run_takes_no_session_over(monkeypatch):
         raise ExecutionError("no source", code="MODULE_UNAVAILABLE")
 
     monkeypatch.setattr(shipping, "code_digest", no_source)
+    monkeypatch.setattr(tasks, "_CODE", [])        # a fresh task process
     ti = _RecordingTaskInstance({"session": "6f1d2c3b-0000-4000-8000-000000000001",
                                  "code": None})
     context = {"ti": ti, "dag_run": SimpleNamespace(run_type="scheduled")}

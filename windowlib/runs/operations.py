@@ -31,8 +31,13 @@ from windowlib.runs.summary import RunSummary
 DEFAULT_REGISTRY = "jobs.registry"
 
 
+def registry_name() -> str:
+    """The pipeline registry's module name: ``$WINDOWLIB_REGISTRY``, else ``jobs.registry``."""
+    return os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)
+
+
 def registry_module() -> Any:
-    name = os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)
+    name = registry_name()
     try:
         return importlib.import_module(name)
     except ImportError as exc:
@@ -59,7 +64,7 @@ def job_session(spark: Any = None) -> Any:
     if is_local_master(spark):
         return spark
     try:
-        ship_code(spark, [os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)])
+        ship_code(spark, [registry_name()])
     except ExecutionError:
         ship_code(spark)
     return spark
@@ -73,7 +78,7 @@ def job_code_digest() -> str | None:
     from windowlib.engines.spark.shipping import code_digest
 
     try:
-        return code_digest([os.environ.get("WINDOWLIB_REGISTRY", DEFAULT_REGISTRY)])
+        return code_digest([registry_name()])
     except ExecutionError:
         pass
     try:
