@@ -74,6 +74,35 @@ def test_a_session_with_an_element_less_than_two_ms_ahead_of_its_watermark_is_wa
     assert walked == [("a", 0), ("a", 10), ("c", 0), ("c", 9)]
 
 
+def test_a_split_sessions_run_is_computed_by_one_count(spark, monkeypatch):
+    """``run_dataframe`` computes a run's persisted frames before it returns (a failing user
+    function surfaces there). Counting the walker's output computes the marked rows it reads
+    too: they are not counted again (one job less), and both frames are fully cached when
+    the run returns."""
+    from windowlib.engines.spark import run_dataframe
+
+    rows = [(k, ts, 1, ts // 50) for k in "abcd" for ts in range(0, 200, 7)]
+    rows += [("a", 3, 5, 4), ("b", 60, 5, 4)]     # late: their sessions are walked
+    df = spark.createDataFrame(rows, "key string, ts long, value long, hour long")
+    counted, count = [], type(df).count
+    monkeypatch.setattr(type(df), "count", lambda self: counted.append(self) or count(self))
+    before = {rdd.id() for rdd in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
+    result = run_dataframe(_sessions(gap=10, lateness=100), df, "hour",
+                           watermark=wl.MonotonousTimestamps(), finalize=True)
+    try:
+        detail = result.run.detail
+        assert len(detail.cached) == 2
+        assert len(counted) == 1 and counted[0] is detail.cached[0]     # the walker's output
+        assert detail.walked.count() > 0          # some sessions were walked
+        stored = [rdd for rdd in spark.sparkContext._jsc.sc().getRDDStorageInfo()
+                  if rdd.id() not in before]
+        assert len(stored) == 2
+        assert all(rdd.numCachedPartitions() == rdd.numPartitions() for rdd in stored)
+        assert result.firings.count() > 0
+    finally:
+        result.unpersist()
+
+
 def test_python_session_functions_take_the_walker_alone(spark):
     """``explain`` names one part when the function is Python code (or ``collect_list``,
     whose merged order is the walker's)."""

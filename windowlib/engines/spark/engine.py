@@ -135,8 +135,8 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
                       arrival_interval=arrival_interval, bundles=bundles)
     run = executor.run(pipeline, FrameBundles(df, arrival, order_by), time=time, run_id=run_id)
     out = run.outputs
-    for frame in out.cached:      # the general path's one pass, computed now: a failing user
-        try:                      # function is its windowlib error here (FUNCTION_FAILED...)
+    for frame in out.to_compute():     # the run's one pass, computed now: a failing user
+        try:                           # function is its windowlib error (FUNCTION_FAILED...)
             frame.count()
         except Exception as exc:
             reraise(exc)

@@ -124,12 +124,18 @@ class OutputPart:
 @dataclass
 class SparkOutputs:
     """Every output of one Spark run (see the module docstring). ``cached``: frames the run
-    persisted, released by ``unpersist``."""
+    persisted, released by ``unpersist``; ``compute``: those whose count computes them all
+    (``None``: each of them; a cached frame that another one reads is computed with it)."""
 
     columns: OutputColumns
     parts: list[OutputPart]
     state_kind: str | None = None
     cached: list[Any] = field(default_factory=list)
+    compute: list[Any] | None = None
+
+    def to_compute(self) -> list[Any]:
+        """The cached frames to count so that every cached frame is computed."""
+        return list(self.cached if self.compute is None else self.compute)
 
     def frame(self, output: str) -> Any:
         """One output (``firings``, ``late``, ``rejects``, ``side_outputs``, ``state`` or

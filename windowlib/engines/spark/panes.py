@@ -132,7 +132,9 @@ class PaneRun:
             if output not in self.in_tagged:
                 parts.append(OutputPart(frame, output,
                                         {output: render(names, output, value, run_id)}))
-        return SparkOutputs(names, parts, cached=list(self.cached))
+        # counting the walker's output (first) computes the marked rows it reads too
+        return SparkOutputs(names, parts, cached=list(self.cached),
+                            compute=list(self.cached[:1]))
 
 
 def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
