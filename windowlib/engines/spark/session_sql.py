@@ -59,6 +59,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.columns import (
     KIND,
@@ -93,18 +94,22 @@ def split_sessions(rows: Any, parts: Parts, pipeline: Any, result: list, types: 
     logic = pipeline.compile()
     keys = parts.keys
     ts = F.col(TS)
+    gap = logic.assigner.gap_ms
     by_time = (Window.partitionBy(*keys) if keys else Window).orderBy(ts)
-    rows = rows.withColumn(COMPONENT, ts - F.lag(ts).over(by_time))    # null: the first
-    starts = F.when(F.col(COMPONENT).isNull() | (F.col(COMPONENT) > F.lit(
-        logic.assigner.gap_ms)), F.lit(1)).otherwise(F.lit(0))
+    previous = F.lag(ts).over(by_time)          # null: the key's first element
+    starts = F.when(previous.isNull() | (ts - previous > F.lit(gap)), F.lit(1)) \
+        .otherwise(F.lit(0))
     rows = rows.withColumn(COMPONENT, starts)
     rows = rows.withColumn(COMPONENT, F.sum(COMPONENT).over(
         by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-    ahead = (ts - F.lit(1) > F.col(WP)).cast("int")        # ts >= W + 2
-    component = Window.partitionBy(*keys, F.col(COMPONENT))
-    rows = rows.withColumn(COMPLEX, F.min(ahead).over(component) == F.lit(0))
-    rows = rows.drop(*[c for c in (ARRIVAL, TREASON, PB, WP, REASON) if c in rows.columns])
-    if persist:     # (the clocks and reasons dropped: what neither part reads is not cached)
+    # complex: some element is not ahead (``ts >= W + 2``); what neither part reads (the
+    # clocks and reasons) is dropped in the same projection, so it is not cached
+    component = ", ".join([*map(sql_identifier, logic.key_columns), COMPONENT])
+    dropped = {ARRIVAL, TREASON, PB, WP, REASON}
+    rows = rows.selectExpr(
+        *[sql_identifier(c) for c in rows.columns if c not in dropped],
+        f"min(CAST({TS} - 1 > {WP} AS INT)) OVER (PARTITION BY {component}) = 0 AS {COMPLEX}")
+    if persist:
         rows = rows.persist()
     marked = rows
     compiled = compile_aggregates(pipeline.function.fn.aggregates, result, types)
@@ -113,7 +118,6 @@ def split_sessions(rows: Any, parts: Parts, pipeline: Any, result: list, types: 
     simple = rows.filter(~F.col(COMPLEX)).groupBy(*keys, F.col(COMPONENT)).agg(
         F.min(ts).alias(_START), F.max(ts).alias(_LAST), *exprs)
     results = {c.name: c.result(a) for c, a in zip(compiled, accs)}
-    gap = logic.assigner.gap_ms
     n = len(parts.P)    # the ON_TIME bundle: how many watermarks are below the max
     simple = simple.withColumn(B, rank(f"`{_LAST}` + {gap - 1}L", parts.W) if n
                                else F.lit(0))
