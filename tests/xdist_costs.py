@@ -38,6 +38,7 @@ COST_S: dict[str, float] = {
     "tests/spark/test_differential_properties.py": 380,    # 150 examples under CI
     "tests/spark/test_pane_path.py": 135,   # 30 examples under CI (+ 10 of sessions)
     "tests/spark/test_session_sql.py": 60,  # 15 examples under CI
+    "tests/spark/test_hot_key_memory.py": 60,   # 1M-element key twice + a capped session
     "tests/state/test_state_crash.py": 600,    # 850 before the reference was shared
     "tests/spark/test_frames.py": 610,
     "tests/spark/test_native_path.py": 600,

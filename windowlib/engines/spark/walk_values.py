@@ -1,10 +1,12 @@
 """Values the Spark walkers (``walker.py``, ``pane_walker.py``) read and write: input batches as
-UTC wall time and Python lists, clock values for output columns, and the one
-``KEY_STATE_LIMIT`` error."""
+UTC wall time and Python lists, clock values for output columns, and the walkers' two limit
+errors: ``KEY_STATE_LIMIT`` (a key's live state above ``max_key_state``) and
+``WORKER_MEMORY_EXCEEDED`` (the Python worker out of memory while walking)."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence, Set
 from typing import Any
 
@@ -13,7 +15,7 @@ from windowlib.core.errors import ExecutionError
 from windowlib.core.time import NOT_FINITE
 
 __all__ = ["batch_columns", "finite_clock", "finite_clocks", "key_state_limit", "naive_type",
-           "py_values"]
+           "py_values", "worker_memory_exceeded"]
 
 _NUMPY_TIME_UNITS = frozenset({"s", "ms", "us"})
 
@@ -70,6 +72,34 @@ def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
         f"above the limit max_key_state={limit}; raise max_key_state, pre-aggregate "
         "(aggregate/reduce instead of process/apply), or add a trigger that purges",
         code="KEY_STATE_LIMIT")
+
+
+def worker_memory_exceeded(walker: Any) -> ExecutionError:
+    """``WORKER_MEMORY_EXCEEDED`` for ``walker`` (any of the walkers), whose run raised
+    ``MemoryError``: names the key it was walking and that key's live state entries (the
+    walkers' ``live`` count, or the general walker's ``state_size`` of its key driver), then
+    drops the walker's state, so that the error and its trip to the driver have memory to use.
+    Spark's ``spark.executor.pyspark.memory`` caps a worker's address space (split over the
+    executor's cores; Spark passes the share as ``PYSPARK_EXECUTOR_MEMORY_MB``)."""
+    key = getattr(walker, "key", None)
+    live = getattr(walker, "live", None)
+    driver = getattr(getattr(walker, "walk", None), "driver", None)
+    if live is None and driver is not None and hasattr(walker, "state_size"):
+        live = walker.state_size(driver)
+    limit = getattr(getattr(walker, "config", None), "max_key_state", None)
+    walker.__dict__.clear()
+    share = os.environ.get("PYSPARK_EXECUTOR_MEMORY_MB")
+    cap = f" (its share of spark.executor.pyspark.memory: {share} MiB)" if share else ""
+    where = "" if key is None else f" while walking key {key!r}" + (
+        "" if live is None else f" ({live} live state entries: buffered elements + open "
+                                "windows)")
+    bound = "" if limit is None else f" (now {limit})"
+    return ExecutionError(
+        f"a Spark Python worker ran out of memory{cap}{where}; give the Python workers more "
+        f"memory (spark.executor.pyspark.memory, or spark.executor.memoryOverhead where it "
+        f"is not set), lower max_key_state{bound} so that such a key stops early with "
+        "KEY_STATE_LIMIT, or pre-aggregate (aggregate/reduce instead of process/apply)",
+        code="WORKER_MEMORY_EXCEEDED")
 
 
 def finite_clock(t: int) -> int | None:

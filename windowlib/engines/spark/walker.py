@@ -39,6 +39,7 @@ from windowlib.engines.spark.walk_values import (
     key_state_limit,
     naive_type,
     py_values,
+    worker_memory_exceeded,
 )
 
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain data already
@@ -69,11 +70,18 @@ class WalkConfig:
 
 def make_walker(config: Any, cls: type[Walker] | None = None) -> Any:
     """The ``mapInArrow`` function that walks each partition with a new ``cls(config)``
-    (default ``Walker``: the general path; the pane path's walkers take their own configs)."""
+    (default ``Walker``: the general path; the pane path's walkers take their own configs).
+    A ``MemoryError`` in the walk is ``WORKER_MEMORY_EXCEEDED`` naming the key."""
     walker_cls = Walker if cls is None else cls
 
     def walk(batches: Iterator[Any]) -> Iterator[Any]:
-        yield from walker_cls(config).run(batches)
+        walker = walker_cls(config)
+        try:
+            yield from walker.run(batches)
+            return
+        except MemoryError:    # raised below, once the failure's frames are released
+            pass
+        raise worker_memory_exceeded(walker)
 
     return walk
 
