@@ -235,6 +235,28 @@ def test_functions_the_executors_cannot_import_are_a_coded_error(spark):
     assert err.value.code == "MODULE_UNAVAILABLE" and "test_function_failures" in str(err.value)
 
 
+class Crash(wl.ProcessWindowFunction):
+    """Kills its own Python worker, as the kernel's out-of-memory killer or a native crash in a
+    library would."""
+
+    def process(self, key, context, elements):
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+        yield {"n": len(elements)}
+
+
+def test_a_python_worker_that_crashes_is_a_coded_error_not_a_java_trace(spark):
+    df = spark.createDataFrame([("zero", T0, 0, "h0")],
+                               "key string, ts timestamp, value long, arrival string")
+    with shipped(), pytest.raises(ExecutionError) as err:
+        pipeline(Crash()).run(df, arrival="arrival", finalize=True)
+    text = str(err.value)
+    assert err.value.code == "WORKER_CRASHED", text
+    assert "spark.executor.pyspark.memory" in text and "\tat org.apache" not in text, text
+
+
 def test_an_incremental_run_raises_it_and_publishes_nothing(spark, tmp_path):
     folder = tmp_path / "events" / "arrival_hour=2024-03-01T00"
     folder.mkdir(parents=True)

@@ -84,3 +84,19 @@ def test_a_worker_out_of_memory_outside_the_walkers_is_coded_on_the_driver():
     assert "spark.executor.pyspark.memory" in str(err)
     assert windowlib_error(PythonException("ValueError: no MemoryError here\n")) is None
     assert windowlib_error(RuntimeError("MemoryError\n")) is None    # not from a worker
+
+
+class Py4JJavaError(Exception):
+    """Named as py4j's error for a failed Spark job."""
+
+
+def test_a_crashed_worker_is_coded_on_the_driver_whatever_carries_it():
+    trace = ("An error occurred while calling o153.count.\n: org.apache.spark.SparkException: "
+             "Job aborted due to stage failure: ... org.apache.spark.SparkException: Python "
+             "worker exited unexpectedly (crashed). Consider setting ...\n\tat org.apache.spark"
+             ".api.python.BasePythonRunner$ReaderIterator.hasNext(PythonRunner.scala:1034)\n")
+    err = windowlib_error(Py4JJavaError(trace))
+    assert err is not None and err.code == "WORKER_CRASHED"
+    assert "\tat org.apache" not in str(err)
+    coded = trace + "windowlib.core.errors.ExecutionError: [FUNCTION_FAILED] Ratio failed\n"
+    assert windowlib_error(Py4JJavaError(coded)).code == "FUNCTION_FAILED"   # its own first

@@ -188,6 +188,8 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("KEY_STATE_LIMIT", _X, FAILED, "one key's buffered state exceeds max_key_state"),
     ("WORKER_MEMORY_EXCEEDED", _X, FAILED, "a Spark Python worker ran out of memory "
      "(spark.executor.pyspark.memory)"),
+    ("WORKER_CRASHED", _X, FAILED, "a Spark Python worker exited unexpectedly (killed by the "
+     "system, e.g. out of memory, or a native crash)"),
     ("MERGE_INVALID", _X, FAILED, "a window merge cannot be done (a state that cannot merge, a "
      "merged window already late)"),
     ("OUTPUT_UNKNOWN", _X, FAILED, "internal: a row routed to an undeclared output"),

@@ -6,8 +6,10 @@ the worker's traceback. ``reraise(exc)`` finds the last windowlib error in it an
 same class with the same code and message. A worker that cannot import the module the
 pipeline's functions live in (nothing of windowlib ran yet) is ``MODULE_UNAVAILABLE`` naming
 the module; a worker that ran out of memory outside the walkers (which report it themselves,
-naming the key: ``walk_values.worker_memory_exceeded``) is ``WORKER_MEMORY_EXCEEDED``. Any
-other exception is re-raised unchanged.
+naming the key: ``walk_values.worker_memory_exceeded``) is ``WORKER_MEMORY_EXCEEDED``; a
+worker that died (Spark's "Python worker exited unexpectedly": killed by the system, most often
+for memory, or a native crash), whatever exception carries it, is ``WORKER_CRASHED``. Any other
+exception is re-raised unchanged.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import re
 from typing import NoReturn
 
 from windowlib.core import errors as _errors
+from windowlib.engines.spark.walk_values import WORKER_MEMORY_HINT
 
 _PATTERN = re.compile(
     r"(?:windowlib\.core\.errors\.)?(" + "|".join(c.__name__ for c in _errors.ERROR_CLASSES)
     + r"): \[([A-Z_]+)\] (.*)")
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 _OUT_OF_MEMORY = re.compile(r"^MemoryError\b", re.MULTILINE)
+_CRASHED = "Python worker exited unexpectedly (crashed)"
 
 
 def windowlib_error(exc: BaseException) -> _errors.WindowlibError | None:
@@ -30,26 +34,39 @@ def windowlib_error(exc: BaseException) -> _errors.WindowlibError | None:
         return exc
     text = str(exc)
     matches = list(_PATTERN.finditer(text))
-    if not matches:
-        from_worker = "PythonException" in type(exc).__name__
-        missing = _MISSING_MODULE.search(text)
-        if missing is not None and from_worker:
-            return _errors.ExecutionError(
-                f"the Spark executors cannot import module {missing.group(1)!r}, where the "
-                "pipeline's functions (or their imports) live: ship it "
-                f"(windowlib.engines.spark.shipping.ship_code(spark, [{missing.group(1)!r}]), "
-                "spark.submit.pyFiles), install it on the workers, or define the functions in "
-                "a module the workers can import", code="MODULE_UNAVAILABLE")
-        if from_worker and _OUT_OF_MEMORY.search(text):
-            return _errors.ExecutionError(
-                "a Spark Python worker ran out of memory; give the Python workers more memory "
-                "(spark.executor.pyspark.memory, or spark.executor.memoryOverhead where it is "
-                "not set) or smaller input batches (spark.sql.execution.arrow.maxRecordsPerBatch)",
-                code="WORKER_MEMORY_EXCEEDED")
-        return None
-    name, code, message = matches[-1].groups()
-    cls = getattr(_errors, name)
-    return cls(message.strip(), code=code)
+    if matches:
+        name, code, message = matches[-1].groups()
+        return getattr(_errors, name)(message.strip(), code=code)
+    return _worker_failure(text, from_worker="PythonException" in type(exc).__name__)
+
+
+def _worker_failure(text: str, from_worker: bool) -> _errors.ExecutionError | None:
+    """A Python worker's failure that no windowlib code reported (module docstring), from the
+    failure's ``text``; ``from_worker``: it is Spark's ``PythonException`` (the worker's own
+    traceback), not a failure Spark saw from outside the worker."""
+    missing = _MISSING_MODULE.search(text)
+    if missing is not None and from_worker:
+        return _errors.ExecutionError(
+            f"the Spark executors cannot import module {missing.group(1)!r}, where the "
+            "pipeline's functions (or their imports) live: ship it "
+            f"(windowlib.engines.spark.shipping.ship_code(spark, [{missing.group(1)!r}]), "
+            "spark.submit.pyFiles), install it on the workers, or define the functions in "
+            "a module the workers can import", code="MODULE_UNAVAILABLE")
+    if from_worker and _OUT_OF_MEMORY.search(text):
+        return _errors.ExecutionError(
+            f"a Spark Python worker ran out of memory; {WORKER_MEMORY_HINT}, or smaller input "
+            "batches (spark.sql.execution.arrow.maxRecordsPerBatch)",
+            code="WORKER_MEMORY_EXCEEDED")
+    if _CRASHED in text:
+        return _errors.ExecutionError(
+            "a Spark Python worker exited unexpectedly (crashed): killed by the system, most "
+            "often for using too much memory (the kernel's out-of-memory killer, a container "
+            "limit), or a native crash in a library the pipeline's functions use; set "
+            "spark.executor.pyspark.memory so that a worker running out of memory fails as "
+            "WORKER_MEMORY_EXCEEDED naming the key, and see the executor's log "
+            "(spark.python.worker.faulthandler.enabled=true adds the worker's stack)",
+            code="WORKER_CRASHED")
+    return None
 
 
 def reraise(exc: BaseException) -> NoReturn:

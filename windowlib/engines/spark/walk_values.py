@@ -18,6 +18,8 @@ __all__ = ["batch_columns", "finite_clock", "finite_clocks", "key_state_limit", 
            "py_values", "worker_memory_exceeded"]
 
 _NUMPY_TIME_UNITS = frozenset({"s", "ms", "us"})
+WORKER_MEMORY_HINT = ("give the Python workers more memory (spark.executor.pyspark.memory, or "
+                      "spark.executor.memoryOverhead where it is not set)")
 
 
 def naive_type(t: Any) -> Any:
@@ -95,10 +97,9 @@ def worker_memory_exceeded(walker: Any) -> ExecutionError:
                                 "windows)")
     bound = "" if limit is None else f" (now {limit})"
     return ExecutionError(
-        f"a Spark Python worker ran out of memory{cap}{where}; give the Python workers more "
-        f"memory (spark.executor.pyspark.memory, or spark.executor.memoryOverhead where it "
-        f"is not set), lower max_key_state{bound} so that such a key stops early with "
-        "KEY_STATE_LIMIT, or pre-aggregate (aggregate/reduce instead of process/apply)",
+        f"a Spark Python worker ran out of memory{cap}{where}; {WORKER_MEMORY_HINT}, lower "
+        f"max_key_state{bound} so that such a key stops early with KEY_STATE_LIMIT, or "
+        "pre-aggregate (aggregate/reduce instead of process/apply)",
         code="WORKER_MEMORY_EXCEEDED")
 
 
