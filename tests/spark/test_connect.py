@@ -168,6 +168,27 @@ def test_a_worker_error_comes_back_as_the_same_windowlib_error_over_connect(conn
     assert info.value.code == "RESULT_COLUMN_CONFLICT"
 
 
+class Crashes(wl.ProcessWindowFunction):
+    """Kills its own Python worker, as the system's out-of-memory killer or a native crash
+    would."""
+
+    def process(self, key, context, elements):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+        yield {"n": len(elements)}
+
+
+def test_a_crashed_worker_comes_back_coded_over_connect(connect):
+    """Not a Spark Connect error around "Python worker exited unexpectedly"."""
+    p = (wl.Pipeline("connect_crash", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10)).process(Crashes()))
+    with pytest.raises(wl.ExecutionError) as info:
+        run_bundles(p, [Bundle([{"key": "a", "ts": 1, "value": 1}], watermark=20)],
+                    engine="spark")
+    assert info.value.code == "WORKER_CRASHED"
+
+
 def test_a_warm_tiny_incremental_run_over_connect_analyses_few_plans(connect, tmp_path,
                                                                       monkeypatch):
     """The DAG's run task is a Connect client: every schema lookup is a server round trip
