@@ -374,6 +374,27 @@ class PaneStats(wl.BatchWindowFunction):
                          "when": grouped.column("timing_max")})
 
 
+class KillsItsWorker(wl.ProcessWindowFunction):
+    """Kills its own Python worker, as the system's out-of-memory killer or a native crash in
+    a library would (Spark then reports that the worker "exited unexpectedly (crashed)")."""
+
+    def process(self, key: Any, context: Any, elements: list) -> Any:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+        yield {"n": len(elements)}
+
+
+class AllocatesTooMuch(wl.ProcessWindowFunction):
+    """Asks for more memory than any machine has (1 PiB): a ``MemoryError`` raised inside the
+    user's function, as a worker's capped memory gives one."""
+
+    def process(self, key: Any, context: Any, elements: list) -> Any:
+        buffer = bytearray(1 << 50)
+        yield {"n": len(elements) + len(buffer)}
+
+
 def needs_processing_time(p: wl.Pipeline) -> bool:
     """Whether ``p``'s windows or trigger follow processing time (its bundles then need
     processing times: ``bundle_lists(processing_time=True)``)."""

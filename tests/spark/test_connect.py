@@ -17,6 +17,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import strategies
 from transcript_checks import CASES, checks, ship_by_value
 
 import windowlib as wl
@@ -28,7 +29,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 THREADS = 4
 
 
-ship_by_value(sys.modules[__name__])   # the canned functions defined here
+ship_by_value(sys.modules[__name__], strategies)   # the canned functions used here
 
 
 @pytest.fixture(scope="module")
@@ -159,34 +160,19 @@ class ClaimsTiming(wl.ProcessWindowFunction):
         yield {"timing": "mine"}
 
 
-def test_a_worker_error_comes_back_as_the_same_windowlib_error_over_connect(connect):
+@pytest.mark.parametrize(("function", "code"), [
+    (ClaimsTiming(), "RESULT_COLUMN_CONFLICT"),      # raised by windowlib in the worker
+    (strategies.KillsItsWorker(), "WORKER_CRASHED"),  # the worker died: "exited unexpectedly"
+])
+def test_a_worker_failure_comes_back_as_the_same_windowlib_error_over_connect(connect,
+                                                                              function, code):
+    """Not a Spark Connect error around the worker's traceback or the JVM's report."""
     p = (wl.Pipeline("connect_err", timestamp="ts").key_by("key")
-         .window(wl.TumblingEventTimeWindows.of(10)).process(ClaimsTiming()))
+         .window(wl.TumblingEventTimeWindows.of(10)).process(function))
     with pytest.raises(wl.ExecutionError) as info:
         run_bundles(p, [Bundle([{"key": "a", "ts": 1, "value": 1}], watermark=20)],
                     engine="spark")
-    assert info.value.code == "RESULT_COLUMN_CONFLICT"
-
-
-class Crashes(wl.ProcessWindowFunction):
-    """Kills its own Python worker, as the system's out-of-memory killer or a native crash
-    would."""
-
-    def process(self, key, context, elements):
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
-        yield {"n": len(elements)}
-
-
-def test_a_crashed_worker_comes_back_coded_over_connect(connect):
-    """Not a Spark Connect error around "Python worker exited unexpectedly"."""
-    p = (wl.Pipeline("connect_crash", timestamp="ts").key_by("key")
-         .window(wl.TumblingEventTimeWindows.of(10)).process(Crashes()))
-    with pytest.raises(wl.ExecutionError) as info:
-        run_bundles(p, [Bundle([{"key": "a", "ts": 1, "value": 1}], watermark=20)],
-                    engine="spark")
-    assert info.value.code == "WORKER_CRASHED"
+    assert info.value.code == code
 
 
 def test_a_warm_tiny_incremental_run_over_connect_analyses_few_plans(connect, tmp_path,

@@ -12,15 +12,19 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import strategies
+from spark_session import ship_by_value
 
 import windowlib as wl
 from windowlib import aggregates as agg
 from windowlib.core.errors import ExecutionError
+from windowlib.engines.spark import run_dataframe
 from windowlib.runs.incremental import open_checkpoint, run_incremental
 from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.spark
 T0 = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+ship_by_value(strategies)   # its functions; this module ships itself only where a test says
 
 
 class Ratio(wl.ProcessWindowFunction):
@@ -235,26 +239,29 @@ def test_functions_the_executors_cannot_import_are_a_coded_error(spark):
     assert err.value.code == "MODULE_UNAVAILABLE" and "test_function_failures" in str(err.value)
 
 
-class Crash(wl.ProcessWindowFunction):
-    """Kills its own Python worker, as the kernel's out-of-memory killer or a native crash in a
-    library would."""
-
-    def process(self, key, context, elements):
-        import os
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
-        yield {"n": len(elements)}
-
-
 def test_a_python_worker_that_crashes_is_a_coded_error_not_a_java_trace(spark):
     df = spark.createDataFrame([("zero", T0, 0, "h0")],
                                "key string, ts timestamp, value long, arrival string")
-    with shipped(), pytest.raises(ExecutionError) as err:
-        pipeline(Crash()).run(df, arrival="arrival", finalize=True)
+    with pytest.raises(ExecutionError) as err:
+        pipeline(strategies.KillsItsWorker()).run(df, arrival="arrival", finalize=True)
     text = str(err.value)
     assert err.value.code == "WORKER_CRASHED", text
     assert "spark.executor.pyspark.memory" in text and "\tat org.apache" not in text, text
+
+
+@pytest.mark.parametrize("path", ["general", "panes"])
+def test_a_function_out_of_memory_is_the_memory_error_not_its_own_failure(spark, path):
+    """Its remedy is the worker's memory (or max_key_state), not the function's code: the
+    error names the function, the key and the window, and then says so."""
+    df = spark.createDataFrame([("zero", T0, 0, "h0")],
+                               "key string, ts timestamp, value long, arrival string")
+    with pytest.raises(ExecutionError) as err:
+        run_dataframe(pipeline(strategies.AllocatesTooMuch()), df, arrival="arrival",
+                      finalize=True, path=path)
+    text = str(err.value)
+    assert err.value.code == "WORKER_MEMORY_EXCEEDED", text
+    assert "AllocatesTooMuch failed for key 'zero', window TimeWindow(" in text, text
+    assert "MemoryError" in text and "max_key_state" in text, text
 
 
 def test_an_incremental_run_raises_it_and_publishes_nothing(spark, tmp_path):

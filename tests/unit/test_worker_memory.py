@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from windowlib.core.errors import ExecutionError
+from windowlib.core.runner import function_failed
 from windowlib.engines.spark.errors import windowlib_error
-from windowlib.engines.spark.walker import make_walker
+from windowlib.engines.spark.walker import Walker, make_walker
 
 pytestmark = pytest.mark.unit
 WALKERS: list = []
@@ -32,22 +33,6 @@ class Hungry:
         raise MemoryError
 
 
-class HungryDriver:
-    """The general walker's shape: its key's live state is counted from the key driver."""
-
-    def __init__(self, config):
-        self.config, self.key = config, ("warm", 7)
-        self.walk = SimpleNamespace(driver=SimpleNamespace(contents=[[1, 2, 3], [4]]))
-
-    @staticmethod
-    def state_size(driver):
-        return sum(len(c) for c in driver.contents)
-
-    def run(self, batches):
-        yield from ()
-        raise MemoryError
-
-
 def test_a_walker_out_of_memory_names_the_key_its_state_and_the_cap(monkeypatch):
     monkeypatch.setenv("PYSPARK_EXECUTOR_MEMORY_MB", "600")
     out = make_walker(SimpleNamespace(max_key_state=5_000_000), Hungry)(iter([[1, 2], [3]]))
@@ -63,13 +48,65 @@ def test_a_walker_out_of_memory_names_the_key_its_state_and_the_cap(monkeypatch)
     assert info.value.__context__ is None and WALKERS[-1].__dict__ == {}
 
 
-def test_the_general_walkers_state_is_counted_from_its_key_driver(monkeypatch):
+def test_the_general_walkers_live_state_is_counted_from_its_key_driver(monkeypatch):
+    """The general walker's ``live`` (what ``KEY_STATE_LIMIT`` and the memory error name):
+    open windows plus buffered elements, an accumulator counting one; none between keys."""
+    walker = Walker.__new__(Walker)
+    walker.walk = None
+    assert walker.live is None
+    contents = {"w1": [1, 2, 3], "w2": [4], "w3": {"sum": 9}}
+    walker.walk = SimpleNamespace(driver=SimpleNamespace(records=[0, 1, 2], contents=contents))
+    assert walker.live == 3 + 3 + 1 + 1
+
+
+def stats(key, context, elements):
+    """Stands for the user's window function in the errors below."""
+
+
+class StarvedFunction:
+    """A walker whose user function ran out of memory: the core wraps every exception of user
+    code as ``FUNCTION_FAILED`` (the ``MemoryError`` chained as its cause)."""
+
+    def __init__(self, config):
+        self.config, self.key, self.live = config, ("warm", 7), 4
+
+    def run(self, batches):
+        yield from ()
+        try:
+            raise MemoryError
+        except MemoryError as exc:
+            raise function_failed(stats, ("warm", 7), "TimeWindow(0, 10)", exc) from exc
+
+
+def test_a_user_function_out_of_memory_is_the_memory_error_naming_the_function(monkeypatch):
     monkeypatch.delenv("PYSPARK_EXECUTOR_MEMORY_MB", raising=False)
     with pytest.raises(ExecutionError) as info:
-        list(make_walker(SimpleNamespace(max_key_state=10), HungryDriver)(iter([])))
+        list(make_walker(SimpleNamespace(max_key_state=10), StarvedFunction)(iter([])))
     message = str(info.value)
-    assert "key ('warm', 7) (4 live state entries" in message
+    assert info.value.code == "WORKER_MEMORY_EXCEEDED"   # its remedy is memory, not the code
+    assert "live state entries" not in message    # the walker may be past the key
+    assert "stats failed for key ('warm', 7), window TimeWindow(0, 10): MemoryError" in message
     assert "MiB" not in message    # no cap set: none named
+
+
+class Broken:
+    """A walker whose user function failed for a reason of its own."""
+
+    def __init__(self, config):
+        self.config, self.key, self.live = config, ("k",), 1
+
+    def run(self, batches):
+        yield from ()
+        try:
+            raise ValueError("bad value")
+        except ValueError as exc:
+            raise function_failed(stats, ("k",), "TimeWindow(0, 10)", exc) from exc
+
+
+def test_other_function_failures_pass_through_unchanged():
+    with pytest.raises(ExecutionError) as info:
+        list(make_walker(SimpleNamespace(max_key_state=10), Broken)(iter([])))
+    assert info.value.code == "FUNCTION_FAILED" and "ValueError: bad value" in str(info.value)
 
 
 class PythonException(Exception):

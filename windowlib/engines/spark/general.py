@@ -101,7 +101,8 @@ from windowlib.engines.spark.result_types import (
     with_result_schema,
 )
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
-from windowlib.engines.spark.walker import WalkConfig, make_walker
+from windowlib.engines.spark.walk_values import WalkConfig
+from windowlib.engines.spark.walker import make_walker
 
 # re-exported: the native path, the engine and the test harness import these from here
 __all__ = ["ABSENT", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "KIND", "PHASE", "PHASE_ELEMENTS",

@@ -32,8 +32,8 @@ from windowlib.engines.spark.columns import (
     B,
     N,
 )
-from windowlib.engines.spark.walk_values import batch_columns, finite_clocks, py_values
-from windowlib.engines.spark.walker import WalkConfig, Walker
+from windowlib.engines.spark.walk_values import WalkConfig, batch_columns, finite_clocks, py_values
+from windowlib.engines.spark.walker import Walker
 
 __all__ = ["KeyScope", "PaneWalkBase", "PaneWindow", "WalkPosition"]
 
@@ -83,6 +83,8 @@ class PaneWalkBase(Walker):
     bundle, arrival). A subclass extends ``_start`` (a key's first row) and gives
     ``_finish_key`` (its last), ``_advance`` (a new bundle) and ``_row`` (one row), and its
     ``run`` calls ``walk_rows`` and yields what is left after the last key."""
+
+    live: int = 0     # counted as entries come and go (not from a key driver: Walker.live)
 
     def __init__(self, walk: WalkConfig, *, discarding: bool, watermark_before: list) -> None:
         super().__init__(walk)

@@ -85,8 +85,7 @@ from windowlib.engines.spark.native_parts import WS
 from windowlib.engines.spark.pane_batches import BatchQueue
 from windowlib.engines.spark.pane_records import PaneWalkBase, PaneWindow
 from windowlib.engines.spark.pane_timers import TriggerTimers
-from windowlib.engines.spark.walk_values import key_state_limit
-from windowlib.engines.spark.walker import WalkConfig
+from windowlib.engines.spark.walk_values import WalkConfig, key_state_limit
 
 _EARLY, _ON_TIME, _LATE = Timing.EARLY, Timing.ON_TIME, Timing.LATE
 

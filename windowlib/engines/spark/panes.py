@@ -88,7 +88,8 @@ from windowlib.engines.spark.planner import pane_trigger, session_sql_reasons
 from windowlib.engines.spark.result_types import with_result_schema
 from windowlib.engines.spark.session_sql import split_sessions
 from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
-from windowlib.engines.spark.walker import WalkConfig, make_walker
+from windowlib.engines.spark.walk_values import WalkConfig
+from windowlib.engines.spark.walker import make_walker
 
 __all__ = ["PaneRun", "run_panes"]
 

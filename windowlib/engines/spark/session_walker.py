@@ -63,8 +63,7 @@ from windowlib.engines.spark.columns import (
     SUB,
 )
 from windowlib.engines.spark.pane_records import PaneWalkBase
-from windowlib.engines.spark.walk_values import finite_clock, key_state_limit
-from windowlib.engines.spark.walker import WalkConfig
+from windowlib.engines.spark.walk_values import WalkConfig, finite_clock, key_state_limit
 
 __all__ = ["SessionWalkConfig", "SessionWalker"]
 _ON_TIME = Timing.ON_TIME

@@ -1,25 +1,54 @@
-"""Values the Spark walkers (``walker.py``, ``pane_walker.py``) read and write: input batches as
-UTC wall time and Python lists, clock values for output columns, and the walkers' two limit
-errors: ``KEY_STATE_LIMIT`` (a key's live state above ``max_key_state``) and
-``WORKER_MEMORY_EXCEEDED`` (the Python worker out of memory while walking)."""
+"""Values the Spark walkers (``walker.py``, ``pane_walker.py``) read and write: their
+configuration (``WalkConfig``), input batches as UTC wall time and Python lists, clock values
+for output columns, and the walkers' two limit errors: ``KEY_STATE_LIMIT`` (a key's live state
+above ``max_key_state``) and ``WORKER_MEMORY_EXCEEDED`` (the Python worker out of memory while
+walking)."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Sequence, Set
+from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.codec import decode
 from windowlib.core.errors import ExecutionError
-from windowlib.core.time import NOT_FINITE
+from windowlib.core.pipeline import Pipeline
+from windowlib.core.time import MIN_TS, NOT_FINITE
 
-__all__ = ["batch_columns", "finite_clock", "finite_clocks", "key_state_limit", "naive_type",
-           "py_values", "worker_memory_exceeded"]
+__all__ = ["WalkConfig", "batch_columns", "finite_clock", "finite_clocks", "key_state_limit",
+           "naive_type", "py_values", "worker_memory_exceeded"]
 
 _NUMPY_TIME_UNITS = frozenset({"s", "ms", "us"})
 WORKER_MEMORY_HINT = ("give the Python workers more memory (spark.executor.pyspark.memory, or "
                       "spark.executor.memoryOverhead where it is not set)")
+
+
+@dataclass
+class WalkConfig:
+    """What ``make_walker`` gives every partition's walker: the pipeline, the bundles' clocks,
+    the input and output columns and the limits (built on the driver, pickled to the tasks)."""
+
+    pipeline: Pipeline
+    arrivals: dict
+    processing_times: list
+    watermarks: list
+    initial_watermark: int
+    finalize: bool
+    user_columns: tuple
+    json_columns: tuple
+    seq_column: str | None
+    has_absent: bool
+    result_mode: str
+    result_names: tuple
+    typed_tags: tuple            # side outputs with a declared schema (SIDE_TYPED fields)
+    max_key_state: int
+    out_schema_json: str
+    large_types: bool
+    has_state: bool = False
+    emit_state: bool = False
+    initial_processing_time: int = MIN_TS
 
 
 def naive_type(t: Any) -> Any:
@@ -76,29 +105,30 @@ def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
         code="KEY_STATE_LIMIT")
 
 
-def worker_memory_exceeded(walker: Any) -> ExecutionError:
+def worker_memory_exceeded(walker: Any, failed: str | None = None) -> ExecutionError:
     """``WORKER_MEMORY_EXCEEDED`` for ``walker`` (any of the walkers), whose run raised
-    ``MemoryError``: names the key it was walking and that key's live state entries (the
-    walkers' ``live`` count, or the general walker's ``state_size`` of its key driver), then
-    drops the walker's state, so that the error and its trip to the driver have memory to use.
-    Spark's ``spark.executor.pyspark.memory`` caps a worker's address space (split over the
+    ``MemoryError``. ``failed``: the message of the user function's ``FUNCTION_FAILED`` when
+    it was raised there (it names the function's key and window); otherwise the error names
+    the key being walked and its live state entries (the walkers' ``live``). Then drops the
+    walker's state, so that the error and its trip to the driver have memory to use. Spark's
+    ``spark.executor.pyspark.memory`` caps a worker's address space (split over the
     executor's cores; Spark passes the share as ``PYSPARK_EXECUTOR_MEMORY_MB``)."""
     key = getattr(walker, "key", None)
     live = getattr(walker, "live", None)
-    driver = getattr(getattr(walker, "walk", None), "driver", None)
-    if live is None and driver is not None and hasattr(walker, "state_size"):
-        live = walker.state_size(driver)
     limit = getattr(getattr(walker, "config", None), "max_key_state", None)
     walker.__dict__.clear()
     share = os.environ.get("PYSPARK_EXECUTOR_MEMORY_MB")
     cap = f" (its share of spark.executor.pyspark.memory: {share} MiB)" if share else ""
-    where = "" if key is None else f" while walking key {key!r}" + (
+    # a function's failure names its own key: the walker may be past it (the pane path calls
+    # functions per chunk of keys)
+    where = "" if key is None or failed is not None else f" while walking key {key!r}" + (
         "" if live is None else f" ({live} live state entries: buffered elements + open "
                                 "windows)")
+    inside = "" if failed is None else f" inside a user function ({failed})"
     bound = "" if limit is None else f" (now {limit})"
     return ExecutionError(
-        f"a Spark Python worker ran out of memory{cap}{where}; {WORKER_MEMORY_HINT}, lower "
-        f"max_key_state{bound} so that such a key stops early with KEY_STATE_LIMIT, or "
+        f"a Spark Python worker ran out of memory{cap}{where}{inside}; {WORKER_MEMORY_HINT}, "
+        f"lower max_key_state{bound} so that such a key stops early with KEY_STATE_LIMIT, or "
         "pre-aggregate (aggregate/reduce instead of process/apply)",
         code="WORKER_MEMORY_EXCEEDED")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from windowlib.core.codec import to_json
@@ -19,8 +18,6 @@ from windowlib.core.driver import EVENT, PROCESSING, Clock, KeyDriver, Sink
 from windowlib.core.errors import ExecutionError, StateError, rebuild_hint
 from windowlib.core.loop import BundleClock, KeyWalk, future_horizon, non_finite, reject_reason
 from windowlib.core.outputs import TOO_LATE, check_result_columns
-from windowlib.core.pipeline import Pipeline
-from windowlib.core.time import MIN_TS
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.columns import (
     ABSENT,
@@ -34,6 +31,7 @@ from windowlib.engines.spark.columns import (
 )
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION
 from windowlib.engines.spark.walk_values import (
+    WalkConfig,
     batch_columns,
     finite_clock,
     key_state_limit,
@@ -45,43 +43,26 @@ from windowlib.engines.spark.walk_values import (
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain data already
 
 
-@dataclass
-class WalkConfig:
-    pipeline: Pipeline
-    arrivals: dict
-    processing_times: list
-    watermarks: list
-    initial_watermark: int
-    finalize: bool
-    user_columns: tuple
-    json_columns: tuple
-    seq_column: str | None
-    has_absent: bool
-    result_mode: str
-    result_names: tuple
-    typed_tags: tuple            # side outputs with a declared schema (SIDE_TYPED fields)
-    max_key_state: int
-    out_schema_json: str
-    large_types: bool
-    has_state: bool = False
-    emit_state: bool = False
-    initial_processing_time: int = MIN_TS
-
-
 def make_walker(config: Any, cls: type[Walker] | None = None) -> Any:
     """The ``mapInArrow`` function that walks each partition with a new ``cls(config)``
     (default ``Walker``: the general path; the pane path's walkers take their own configs).
-    A ``MemoryError`` in the walk is ``WORKER_MEMORY_EXCEEDED`` naming the key."""
+    A ``MemoryError`` in the walk, also one inside a user function (``FUNCTION_FAILED``
+    caused by it), is ``WORKER_MEMORY_EXCEEDED`` naming the key (and the function)."""
     walker_cls = Walker if cls is None else cls
 
     def walk(batches: Iterator[Any]) -> Iterator[Any]:
         walker = walker_cls(config)
+        failed = None
         try:
             yield from walker.run(batches)
             return
         except MemoryError:    # raised below, once the failure's frames are released
             pass
-        raise worker_memory_exceeded(walker)
+        except ExecutionError as exc:
+            if not isinstance(exc.__cause__, MemoryError):
+                raise
+            failed = exc.args[0]
+        raise worker_memory_exceeded(walker, failed)
 
     return walk
 
@@ -307,25 +288,23 @@ class Walker:
         driver = walk.driver
         if self.config.emit_state and driver is not None and not driver.is_empty():
             self.emit_state(_COMPACT_JSON.encode(driver.snapshot()),
-                            driver.next_timer(EVENT), driver.next_timer(PROCESSING),
-                            self.state_size(driver))
+                            driver.next_timer(EVENT), driver.next_timer(PROCESSING), self.live)
         walk.driver = None
         self.key = None
 
-    @staticmethod
-    def state_size(driver: KeyDriver) -> int:
-        """Live entries of a key: open windows + buffered elements (accumulators count 1)."""
-        size = len(driver.records)
-        for contents in driver.contents.values():
-            size += len(contents) if type(contents) is list else 1
-        return size
+    @property
+    def live(self) -> int | None:
+        """Live entries of the key being walked (as the pane and session walkers count them):
+        open windows + buffered elements, an accumulator counting 1; ``None`` between keys."""
+        driver = None if self.walk is None else self.walk.driver
+        if driver is None:
+            return None
+        return len(driver.records) + sum(len(c) if type(c) is list else 1
+                                         for c in driver.contents.values())
 
     def check_state(self) -> None:
-        driver = self.walk.driver
-        if driver is None:
-            return
-        size = self.state_size(driver)
-        if size > self.config.max_key_state:
+        size = self.live
+        if size is not None and size > self.config.max_key_state:
             raise key_state_limit(self.key, size, self.config.max_key_state)
 
     # --- the partition loop ----------------------------------------------------------------
