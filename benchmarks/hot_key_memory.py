@@ -110,11 +110,13 @@ class WorkerMemory:
 
 
 def hot_key(spark, n: int):
+    """``n`` elements of the key ``hot`` in one day, in four bundles (``arrival``)."""
     return spark.range(n).selectExpr("'hot' AS key", "id AS ts", "id * 3 AS value",
                                      f"CAST(id DIV {max(1, n // 4)} AS INT) AS arrival")
 
 
-def measure(spark, jvm_pid: int, run) -> tuple[float, WorkerMemory, list]:
+def measure(jvm_pid: int, run) -> tuple[float, WorkerMemory, list]:
+    """``run()``'s wall time, its workers' memory and its rows."""
     start = time.perf_counter()
     with WorkerMemory(jvm_pid) as memory:
         rows = run()
@@ -151,11 +153,11 @@ def main() -> None:
     load = "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
     print(f"one key, {n:,} elements in one window; {load}")
     by_hand()                                           # warm the session and the JVM
-    seconds, base, expected = measure(spark, jvm_pid, by_hand)
+    seconds, base, expected = measure(jvm_pid, by_hand)
     print(f"{'applyInPandas (baseline)':28s} {seconds:6.2f} s  largest worker "
           f"{base.largest / 2**30:.2f} GB  all workers {base.together / 2**30:.2f} GB")
     for path in args.runs.split(","):
-        seconds_p, memory, rows = measure(spark, jvm_pid, windowlib_on(path))
+        seconds_p, memory, rows = measure(jvm_pid, windowlib_on(path))
         assert rows == expected, (path, rows, expected)
         print(f"{'windowlib, ' + path + ' path':28s} {seconds_p:6.2f} s  largest worker "
               f"{memory.largest / 2**30:.2f} GB  all workers {memory.together / 2**30:.2f} GB"
