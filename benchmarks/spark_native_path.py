@@ -3,8 +3,9 @@
 Reads the synthetic clickstream of ``clickstream.py`` (``ensure_clickstream``: ``--events``
 events, ``--keys`` skewed keys, 48 hourly ``arrival_hour`` partitions, ~2 % of events hours
 late, ~0.5 % more than a day late; generated once and cached under ``--data``) and times over
-the same Parquet, warm session, ``noop`` sink (nothing collected), median of ``--repeat`` (runs
-alternate, so load changes on a shared machine hit both sides alike):
+the same Parquet, warm session (``--warmup`` untimed rounds of both sides first), ``noop``
+sink (nothing collected), median of ``--repeat`` (runs alternate, so load changes on a shared
+machine hit both sides alike):
 
 - hand-written SQL: ``groupBy(key, window(ts, ...)).agg(sum, count, max)``;
 - the native path (``run_dataframe(..., path="native")``): the same aggregates, default trigger,
@@ -20,7 +21,8 @@ gap; the planner's path: the pane path's session walker) against Spark's ``sessi
 time, the ratio windowlib / hand and the machine load (``os.getloadavg``) next to every figure.
 
     .venv/bin/python benchmarks/spark_native_path.py [--events N] [--keys K] [--repeat R]
-        [--data DIR] [--cases tumbling,sliding,sessions,sessions_general] [--all-outputs]
+        [--warmup W] [--data DIR] [--cases tumbling,sliding,sessions,sessions_general]
+        [--all-outputs]
 """
 
 from __future__ import annotations
@@ -82,8 +84,9 @@ def noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
-    """Time hand-written SQL and windowlib for one case (alternating); print one line."""
+def bench_case(frame, case: str, repeat: int, all_outputs: bool, warmup: int = 1) -> None:
+    """Time hand-written SQL and windowlib for one case (alternating, after ``warmup``
+    untimed rounds of both); print one line."""
     from pyspark.sql import functions as F
 
     size, slide = CASES[case]
@@ -120,8 +123,11 @@ def bench_case(frame, case: str, repeat: int, all_outputs: bool) -> None:
 
     name = "native path" if path == "native" else \
         f"windowlib ({choose_path(p, path).path} path)"
-    hand()     # warm-up (JIT, file listing cache)
-    ours()
+    for _ in range(warmup):     # warm-up (JIT, file listing cache)
+        hand()
+        ours()
+    plan_times.clear()
+    sources.clear()
     median = timed({"hand SQL": hand, name: ours}, repeat)
     t_hand = median["hand SQL"]
     label = f"{case} {size}" + (f" / {slide}" if slide and slide != "session" else "")
@@ -136,6 +142,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed rounds of both sides first (the JVM's JIT speeds "
+                             "both up over the first 4-6 rounds)")
     parser.add_argument("--data", default=None)
     parser.add_argument("--cases", default="tumbling,sliding,sessions")
     parser.add_argument("--all-outputs", action="store_true",
@@ -158,7 +167,7 @@ def main() -> None:
         return spark.read.parquet(path)
 
     for case in cases:
-        bench_case(frame, case, args.repeat, args.all_outputs)
+        bench_case(frame, case, args.repeat, args.all_outputs, args.warmup)
     spark.stop()
 
 
