@@ -1,7 +1,8 @@
 """A user function that raises is ``ExecutionError(FUNCTION_FAILED)`` naming the function, the
 key and the window, with the original exception's type and message — on the reference engine,
 on Spark one-shot and in incremental runs (never a bare exception or a ``PythonException``),
-and nothing is published."""
+and nothing is published. On Spark, a function that runs out of memory is
+``WORKER_MEMORY_EXCEEDED`` instead, and one that kills its worker ``WORKER_CRASHED``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""A Python worker out of memory is ``WORKER_MEMORY_EXCEEDED`` naming the key being walked,
-never a bare ``MemoryError`` or Spark's ``PythonException`` (the walkers report it themselves;
-anything else of windowlib's in a worker is recognised on the driver)."""
+"""A Python worker out of memory is ``WORKER_MEMORY_EXCEEDED`` naming the key being walked (or
+the user's function that ran out, with its key and window), never a bare ``MemoryError``,
+``FUNCTION_FAILED`` or Spark's ``PythonException`` (the walkers report it themselves; anything
+else of windowlib's in a worker is recognised on the driver)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def test_a_walker_out_of_memory_names_the_key_its_state_and_the_cap(monkeypatch)
     assert info.value.__context__ is None and WALKERS[-1].__dict__ == {}
 
 
-def test_the_general_walkers_live_state_is_counted_from_its_key_driver(monkeypatch):
+def test_the_general_walkers_live_state_is_counted_from_its_key_driver():
     """The general walker's ``live`` (what ``KEY_STATE_LIMIT`` and the memory error name):
     open windows plus buffered elements, an accumulator counting one; none between keys."""
     walker = Walker.__new__(Walker)
