@@ -64,25 +64,29 @@ def stats(key, context, elements):
     """Stands for the user's window function in the errors below."""
 
 
-class StarvedFunction:
-    """A walker whose user function ran out of memory: the core wraps every exception of user
-    code as ``FUNCTION_FAILED`` (the ``MemoryError`` chained as its cause)."""
+def failing_in_function(error: Exception):
+    """A walker class whose user function raised ``error``: the core wraps every exception of
+    user code as ``FUNCTION_FAILED`` naming the function (``error`` chained as its cause)."""
 
-    def __init__(self, config):
-        self.config, self.key, self.live = config, ("warm", 7), 4
+    class FunctionFails:
+        def __init__(self, config):
+            self.config, self.key, self.live = config, ("warm", 7), 4
 
-    def run(self, batches):
-        yield from ()
-        try:
-            raise MemoryError
-        except MemoryError as exc:
-            raise function_failed(stats, ("warm", 7), "TimeWindow(0, 10)", exc) from exc
+        def run(self, batches):
+            yield from ()
+            try:
+                raise error
+            except Exception as exc:
+                raise function_failed(stats, ("warm", 7), "TimeWindow(0, 10)", exc) from exc
+
+    return FunctionFails
 
 
 def test_a_user_function_out_of_memory_is_the_memory_error_naming_the_function(monkeypatch):
     monkeypatch.delenv("PYSPARK_EXECUTOR_MEMORY_MB", raising=False)
+    walker_cls = failing_in_function(MemoryError())
     with pytest.raises(ExecutionError) as info:
-        list(make_walker(SimpleNamespace(max_key_state=10), StarvedFunction)(iter([])))
+        list(make_walker(SimpleNamespace(max_key_state=10), walker_cls)(iter([])))
     message = str(info.value)
     assert info.value.code == "WORKER_MEMORY_EXCEEDED"   # its remedy is memory, not the code
     assert "live state entries" not in message    # the walker may be past the key
@@ -90,23 +94,10 @@ def test_a_user_function_out_of_memory_is_the_memory_error_naming_the_function(m
     assert "MiB" not in message    # no cap set: none named
 
 
-class Broken:
-    """A walker whose user function failed for a reason of its own."""
-
-    def __init__(self, config):
-        self.config, self.key, self.live = config, ("k",), 1
-
-    def run(self, batches):
-        yield from ()
-        try:
-            raise ValueError("bad value")
-        except ValueError as exc:
-            raise function_failed(stats, ("k",), "TimeWindow(0, 10)", exc) from exc
-
-
 def test_other_function_failures_pass_through_unchanged():
+    walker_cls = failing_in_function(ValueError("bad value"))
     with pytest.raises(ExecutionError) as info:
-        list(make_walker(SimpleNamespace(max_key_state=10), Broken)(iter([])))
+        list(make_walker(SimpleNamespace(max_key_state=10), walker_cls)(iter([])))
     assert info.value.code == "FUNCTION_FAILED" and "ValueError: bad value" in str(info.value)
 
 
