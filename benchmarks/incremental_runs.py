@@ -12,13 +12,19 @@ warm session:
   cost follows new data plus live state, not history).
 - Structured Streaming with ``trigger(availableNow=True)``, ``withWatermark('ts', '70 minutes')``
   (10 min out-of-orderness + 1 h lateness) and a file checkpoint, the hour's partition added to
-  the stream's input before each run. Prints the per-run median ratio windowlib / SSS (goal ≤
-  0.5x) and how many input rows SSS dropped silently (its ``numRowsDroppedByWatermark``, and
-  input rows neither in an emitted window nor in one still open at its final watermark)
-  versus windowlib's late output. If a Structured Streaming run fails (its state store runs
-  out of memory at 10M events), the failure is printed and the ratio covers the runs both
-  completed. The load average is printed next to the figures (timings on
-  a shared 2-core machine vary several-fold with it).
+  the stream's input before each run. Prints the per-run median ratio windowlib / SSS (goal
+  ≤ 1.0x, then ≤ 0.5x) and how many input rows SSS dropped silently (its
+  ``numRowsDroppedByWatermark``, and input rows neither in an emitted window nor in one still
+  open at its final watermark) versus windowlib's late output. If a Structured Streaming
+  run fails (its state store runs out of memory at 10M events), the failure is printed and
+  the ratio covers the runs both completed. The load average is printed next to the figures
+  (timings on a shared 2-core machine vary several-fold with it).
+
+The two sides run hour by hour (``--order interleaved``, the default), the side that goes first
+alternating, so that the JVM's warm-up and changes in the machine's load hit both alike, and
+the run-by-run ratio compares two runs of the same hour made at the same moment.
+``--order windowlib-first`` / ``sss-first`` time all runs of one side first (the order before
+2026-11-30).
 
     .venv/bin/python benchmarks/incremental_runs.py --events 1000000 --keys 10000 --hours 48
 
@@ -69,55 +75,68 @@ def pipeline(early: int | None = None) -> wl.Pipeline:
             .aggregate(agg.sum("value").alias("total"), agg.count(), agg.max("value")))
 
 
-def windowlib_runs(spark, data: str, work: str, hours: list[str], early: int | None = None,
-                   path: str = "auto") -> tuple[list, list, list]:
-    p = pipeline(early)
-    source = wl.PartitionedSource(f"file://{data}", partition="arrival_hour")
-    times, summaries, jobs, compiled = [], [], [], []
-    for hour in hours:
-        with spark_jobs(spark, "windowlib-run") as count:     # None over Spark Connect
+class WindowlibRuns:
+    """windowlib's side: one ``run_incremental`` per hourly partition (``run``)."""
+
+    def __init__(self, spark, data: str, work: str, early: int | None = None,
+                 path: str = "auto") -> None:
+        self.spark, self.work, self.path = spark, work, path
+        self.pipeline = pipeline(early)
+        self.source = wl.PartitionedSource(f"file://{data}", partition="arrival_hour")
+        self.times: list[float] = []
+        self.summaries: list = []
+        self.jobs: list = []
+        self.compiled: list = []
+
+    def run(self, hour: str) -> None:
+        with spark_jobs(self.spark, "windowlib-run") as count:     # None over Spark Connect
             start = time.perf_counter()
-            summary = wl.run_incremental(p, source, f"file://{work}/checkpoints",
-                                         f"file://{work}/windows", partitions=(hour, hour),
+            summary = wl.run_incremental(self.pipeline, self.source,
+                                         f"file://{self.work}/checkpoints",
+                                         f"file://{self.work}/windows", partitions=(hour, hour),
                                          watermark=wl.BoundedOutOfOrderness("10 minutes"),
-                                         spark=spark, path=path)
-            times.append(time.perf_counter() - start)
-        summaries.append(summary)
-        jobs.append(count.jobs)
-        compiled.append(count.compiled)
+                                         spark=self.spark, path=self.path)
+            self.times.append(time.perf_counter() - start)
+        self.summaries.append(summary)
+        self.jobs.append(count.jobs)
+        self.compiled.append(count.compiled)
         tasks = sum(map(sum, count.tasks))
-        print(f"  windowlib {hour}: {times[-1]:6.2f} s  {jobs[-1]} Spark jobs ({tasks} tasks, "
-              f"{count.compiled} classes compiled)  "
+        print(f"  windowlib {hour}: {self.times[-1]:6.2f} s  {self.jobs[-1]} Spark jobs "
+              f"({tasks} tasks, {count.compiled} classes compiled)  "
               f"inputs {summary.inputs:>8}  late {summary.late:>6}  firings {summary.firings:>7}  "
               f"state {summary.state_rows} keys / {summary.state_bytes / 1e6:.1f} MB",
               flush=True)
-    if len(compiled) > 2 and None not in compiled:
-        print(f"classes compiled per warm run (runs 3-{len(compiled)}): "
-              f"{min(compiled[2:])}-{max(compiled[2:])}")
-    return times, summaries, jobs
 
 
-def sss_runs(spark, data: str, work: str, hours: list[str]) -> dict:
-    """One availableNow query per hour over a growing input folder, restarted from its file
-    checkpoint each time (as a scheduled job would be)."""
-    from pyspark.sql import functions as F
+class StreamingRuns:
+    """Structured Streaming's side: one availableNow query per hour over a growing input
+    folder, restarted from its file checkpoint each time (as a scheduled job would be);
+    after a failed run (``failed``), ``run`` does nothing."""
 
-    inbox = os.path.join(work, "sss_input")
-    os.makedirs(inbox)
-    schema = spark.read.parquet(data).schema
-    times, dropped, watermark = [], 0, None
-    for hour in hours:
-        shutil.copytree(os.path.join(data, f"arrival_hour={hour}"),
-                        os.path.join(inbox, f"arrival_hour={hour}"))
-        stream = (spark.readStream.schema(schema).parquet(inbox)
+    def __init__(self, spark, data: str, work: str) -> None:
+        self.spark, self.data, self.work = spark, data, work
+        self.inbox = os.path.join(work, "sss_input")
+        os.makedirs(self.inbox)
+        self.schema = spark.read.parquet(data).schema
+        self.times: list[float] = []
+        self.dropped, self.watermark, self.failed = 0, None, None
+
+    def run(self, hour: str) -> None:
+        from pyspark.sql import functions as F
+
+        if self.failed:
+            return
+        shutil.copytree(os.path.join(self.data, f"arrival_hour={hour}"),
+                        os.path.join(self.inbox, f"arrival_hour={hour}"))
+        stream = (self.spark.readStream.schema(self.schema).parquet(self.inbox)
                   .withWatermark("ts", "70 minutes")
                   .groupBy("key", F.window("ts", "5 minutes"))
                   .agg(F.sum("value").alias("total"), F.count(F.lit(1)).alias("count"),
                        F.max("value").alias("max")))
         start = time.perf_counter()
         query = (stream.writeStream.format("parquet").outputMode("append")
-                 .option("path", os.path.join(work, "sss_out"))
-                 .option("checkpointLocation", os.path.join(work, "sss_checkpoint"))
+                 .option("path", os.path.join(self.work, "sss_out"))
+                 .option("checkpointLocation", os.path.join(self.work, "sss_checkpoint"))
                  .trigger(availableNow=True).start())
         try:
             query.awaitTermination()
@@ -125,23 +144,43 @@ def sss_runs(spark, data: str, work: str, hours: list[str]) -> dict:
             reason = str(exc).strip().splitlines()[0][:200]
             print(f"  SSS {hour}: FAILED after {time.perf_counter() - start:.2f} s: {reason}",
                   flush=True)
-            return {"times": times, "dropped": dropped, "watermark": watermark,
-                    "failed": f"run {len(times) + 1} ({hour}): {reason}"}
-        times.append(time.perf_counter() - start)
+            self.failed = f"run {len(self.times) + 1} ({hour}): {reason}"
+            return
+        self.times.append(time.perf_counter() - start)
         for progress in query.recentProgress:      # every micro-batch of this run
             for op in progress.get("stateOperators") or []:
-                dropped += int(op.get("numRowsDroppedByWatermark") or 0)
-            watermark = (progress.get("eventTime") or {}).get("watermark", watermark)
-        print(f"  SSS {hour}: {times[-1]:6.2f} s  dropped by watermark so far {dropped:,}",
-              flush=True)
-    out = spark.read.parquet(os.path.join(work, "sss_out"))
-    emitted = out.agg(F.sum("count")).first()[0] or 0
-    # rows of windows that append mode has not emitted yet (end > the final watermark)
-    rows = spark.read.parquet(inbox)
-    pending = rows.filter(F.window("ts", "5 minutes").end > F.to_timestamp(F.lit(watermark))) \
-        .count() if watermark else 0
-    return {"times": times, "emitted": int(emitted), "pending": int(pending),
-            "dropped": dropped, "watermark": watermark, "failed": None}
+                self.dropped += int(op.get("numRowsDroppedByWatermark") or 0)
+            self.watermark = (progress.get("eventTime") or {}).get("watermark", self.watermark)
+        print(f"  SSS {hour}: {self.times[-1]:6.2f} s  dropped by watermark so far "
+              f"{self.dropped:,}", flush=True)
+
+    def outcome(self) -> dict:
+        """Rows in emitted windows, and rows of windows append mode has not emitted yet (end
+        > the final watermark)."""
+        from pyspark.sql import functions as F
+
+        if self.failed or not self.times:
+            return {"emitted": 0, "pending": 0}
+        out = self.spark.read.parquet(os.path.join(self.work, "sss_out"))
+        emitted = out.agg(F.sum("count")).first()[0] or 0
+        rows = self.spark.read.parquet(self.inbox)
+        pending = rows.filter(F.window("ts", "5 minutes").end
+                              > F.to_timestamp(F.lit(self.watermark))).count() \
+            if self.watermark else 0
+        return {"emitted": int(emitted), "pending": int(pending)}
+
+
+def schedule(hours: list[str], order: str, skip_sss: bool) -> list[tuple[str, str]]:
+    """The runs in the order they are timed: ``(side, hour)``. ``interleaved``: hour by hour,
+    the side that goes first alternating (the module docstring)."""
+    if skip_sss:
+        return [("windowlib", h) for h in hours]
+    if order == "windowlib-first":
+        return [("windowlib", h) for h in hours] + [("sss", h) for h in hours]
+    if order == "sss-first":
+        return [("sss", h) for h in hours] + [("windowlib", h) for h in hours]
+    pairs = (("windowlib", "sss"), ("sss", "windowlib"))
+    return [(side, h) for i, h in enumerate(hours) for side in pairs[i % 2]]
 
 
 def load() -> str:
@@ -158,6 +197,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=None,
                         help="run only the first RUNS hourly partitions (both sides)")
     parser.add_argument("--skip-sss", action="store_true")
+    parser.add_argument("--order", default="interleaved",
+                        choices=("interleaved", "windowlib-first", "sss-first"),
+                        help="interleaved (default): hour by hour, alternating which side "
+                             "goes first; the others time all runs of one side first")
     parser.add_argument("--early", type=int, default=None,
                         help="early firings every EARLY on-time elements of a window")
     parser.add_argument("--path", default="auto", choices=("auto", "native", "general"))
@@ -183,8 +226,17 @@ def main() -> None:
         print(load())
         print(f"windowlib from {os.path.dirname(os.path.abspath(wl.__file__))}")
         print(f"{len(hours)} hourly runs over {args.events:,} events, {args.keys:,} keys")
-        times, summaries, jobs = windowlib_runs(spark, data, os.path.join(work, "wl"), hours,
-                                                early=args.early, path=args.path)
+        print(f"order: {'windowlib only' if args.skip_sss else args.order}")
+        ours = WindowlibRuns(spark, data, os.path.join(work, "wl"), early=args.early,
+                             path=args.path)
+        sss = None if args.skip_sss else StreamingRuns(spark, data, os.path.join(work, "sss"))
+        for side, hour in schedule(hours, args.order, args.skip_sss):
+            (ours if side == "windowlib" else sss).run(hour)
+        times, summaries, jobs = ours.times, ours.summaries, ours.jobs
+        compiled = ours.compiled
+        if len(compiled) > 2 and None not in compiled:
+            print(f"classes compiled per warm run (runs 3-{len(compiled)}): "
+                  f"{min(compiled[2:])}-{max(compiled[2:])}")
         print(f"windowlib path: {summaries[-1].path}"
               + (f"; early firings every {args.early} on-time elements" if args.early else ""))
         inputs = sum(s.inputs for s in summaries)
@@ -213,32 +265,32 @@ def main() -> None:
               f"{statistics.mean(sizes[half:]) / max(statistics.mean(sizes[:half] or [1]), 1):.2f}"
               " (bounded: ~1.0, growing with history: ~3)")
         print(load(), flush=True)
-        if args.skip_sss:
+        if sss is None:
             return
-        sss = sss_runs(spark, data, os.path.join(work, "sss"), hours)
-        sss_times = sss["times"]
+        sss_times = sss.times
         if len(sss_times) < 2:
-            print(f"Structured Streaming failed: {sss['failed']}")
+            print(f"Structured Streaming failed: {sss.failed}")
             return
         done = len(sss_times)       # compare the runs both sides completed
-        ratio = statistics.median(times[:done]) / statistics.median(sss_times)
+        ratio = statistics.median(times[1:done]) / statistics.median(sss_times[1:])
         per_run = statistics.median(w / s for w, s in zip(times[1:done], sss_times[1:],
                                                            strict=True))
         print(f"Structured Streaming: run 1 {sss_times[0]:.2f} s, median "
               f"{statistics.median(sss_times):.2f} s/run over {done} runs; windowlib / SSS "
               f"per-run median ratio {ratio:.2f} (runs 2-{done}, run by run: {per_run:.2f}; "
-              "goal <= 0.5)")
-        if sss["failed"]:
-            print(f"Structured Streaming FAILED at {sss['failed']}; its own counter had dropped "
-                  f"{sss['dropped']:,} rows with no record by then (windowlib completed all "
+              "goal <= 1.0, then <= 0.5)")
+        if sss.failed:
+            print(f"Structured Streaming FAILED at {sss.failed}; its own counter had dropped "
+                  f"{sss.dropped:,} rows with no record by then (windowlib completed all "
                   f"{len(times)} runs: {late:,} late rows, each in its late output)")
             print(load(), flush=True)
             return
-        silent = inputs - sss["emitted"] - sss["pending"]
-        print(f"SSS: {sss['emitted']:,} rows in emitted windows, {sss['pending']:,} in windows "
-              f"still open at its final watermark {sss['watermark']}, {silent:,} rows "
+        seen = sss.outcome()
+        silent = inputs - seen["emitted"] - seen["pending"]
+        print(f"SSS: {seen['emitted']:,} rows in emitted windows, {seen['pending']:,} in windows "
+              f"still open at its final watermark {sss.watermark}, {silent:,} rows "
               f"({silent / inputs:.2%}) dropped with no record (its own "
-              f"numRowsDroppedByWatermark: {sss['dropped']:,}); windowlib: {late:,} late rows, "
+              f"numRowsDroppedByWatermark: {sss.dropped:,}); windowlib: {late:,} late rows, "
               "each in its late output with the reason")
         print(load(), flush=True)
 
