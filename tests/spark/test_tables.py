@@ -272,3 +272,37 @@ def test_registration_moves_the_tables_records_their_versions_and_writes_only_wh
     assert fresh == spark_names(p.name, "wl_tables_fresh")
     assert _rows(spark.table(fresh["latest"]).collect()) \
         == _rows(read_latest(loc["output"], spark=spark).collect())
+
+
+def test_a_publish_trusts_what_it_wrote_and_creates_a_dropped_table_again(spark, lake):
+    """A registration of tables this process wrote does not look them up (only the view);
+    a table dropped meanwhile fails the next publish's statement on it (every publish gives
+    every table a new Delta version), and is looked up and created again, logging nothing."""
+    from windowlib.runs.catalog import database_name, register_names
+    from windowlib.state.tables import OutputTable
+
+    p, loc = pipeline(), locations(lake, "tables_remembered")
+    names = spark_names(p.name)
+    run_incremental(p, partitions=("2024-03-01T00", "2024-03-01T01"), watermark=WM,
+                    spark=spark, **loc)
+    cs = open_checkpoint(p, loc["checkpoint"])
+    tables = {out: OutputTable(cs.pipeline_store, out) for out in
+              ("firings", "late", "rejects", "side_outputs")}
+
+    def register(remembered: bool) -> list[str]:
+        recorded = _Recorded(spark)
+        assert register_names(recorded, p.name, tables, database_name(spark, None),
+                              remembered=remembered) == names
+        return recorded.statements
+
+    lookup = "SHOW TBLPROPERTIES `windowlib`.`{}`".format
+    assert register(remembered=True) == [lookup(f"{p.name}_latest")]
+    assert sorted(register(remembered=False)) == sorted(lookup(f"{p.name}_{out}") for out in
+                                                        (*tables, "latest"))
+    spark.sql(f"DROP TABLE {names['late']}")
+    with _pyspark_error_logs() as logged:
+        summary = run_incremental(p, partitions=("2024-03-01T02", "2024-03-01T02"),
+                                  watermark=WM, spark=spark, **loc)
+    assert logged == []
+    assert summary.tables["late"]["version"] == summary.version
+    _agree(spark, loc["output"], p.name)
