@@ -11,16 +11,16 @@ Invariants:
   an interrupted registration is completed by the next.
 - Per table, only the statements whose effect is not in place run (setting a location makes
   Spark list its files).
-- **A publish remembers what it wrote** (``remembered=True``): per Spark application and
-  table, the properties the table has after this process's last statements on it. A publish
-  then looks a table up (one ``SHOW TBLPROPERTIES``, about 20-30 ms in a warm run) only when
-  it has no such memory, or when a statement fails on it. Every publish gives every table a
-  new Delta version, so each table gets a statement, and a table dropped meanwhile fails it:
-  it is then looked up and created again. A change someone else made to an entry (by hand,
-  or from another process) stays until a publish changes the same thing again (the location:
-  when the table's files change), or until ``register_tables`` (``remembered=False``), which
-  always looks up and so repairs it. The view is always looked up: nothing would fail if it
-  were dropped.
+- **A publish trusts what this process wrote** (``remembered=True``): every registration
+  remembers, per Spark application and table, the properties the table has after its
+  statements. A publish looks a table up (one ``SHOW TBLPROPERTIES``, about 20-30 ms in a warm
+  run) only when there is no such memory, or when a statement fails on it. Every publish gives
+  every table a new Delta version, so each table gets a statement, and a table dropped
+  meanwhile fails it: it is then looked up and created again. A change someone else made to an
+  entry (by hand, or from another process) stays until a publish changes the same thing again
+  (the location: when the table's files change), or until ``register_tables``
+  (``remembered=False``), which always looks up and so repairs it. The view is always looked
+  up: nothing would fail if it were dropped.
 - ``db`` is the ``spark.windowlib.tables.database`` conf (default ``windowlib``). Spark reads
   the tables without Delta's jars; with the s3a connector only on ``s3://``
   (docs/tables.md).
@@ -72,12 +72,13 @@ def register_names(spark: Any, pipeline: str, tables: Mapping[str, OutputTable],
                    remembered: bool) -> dict[str, str]:
     """Name ``tables`` (output -> table) of ``pipeline`` in ``spark``'s catalog at their
     current version, and the latest view; returns the names registered. ``remembered``: trust
-    what this process wrote before instead of looking each table up (module docstring)."""
+    what this process wrote before instead of looking each table up (module docstring); what
+    is written is remembered either way."""
     from windowlib.runs.compaction import table_struct
     from windowlib.runs.frames import use_spark_io
 
     quiet_glob_locations(spark)
-    app = _application(spark) if remembered else None
+    app = _application(spark)
     names: dict[str, str] = {}
     firings_schema = None
     statements = []
@@ -93,7 +94,7 @@ def register_names(spark: Any, pipeline: str, tables: Mapping[str, OutputTable],
         tbl = f"{pipeline}_{name}"
         statements.append((spark, db, tbl, _location(table, dt, struct), struct,
                            {f"{META}delta_version": str(dt.version()), f"{META}table": table.uri},
-                           app))
+                           app, remembered))
         names[name] = f"{db}.{tbl}"
         if name == "firings":
             firings_schema = struct
@@ -177,10 +178,11 @@ def _properties(spark: Any, quoted: str) -> dict[str, str] | None:
 
 
 def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
-                   props: dict[str, str], app: str | None) -> None:
+                   props: dict[str, str], app: str | None, remembered: bool) -> None:
     """Create the table, or move it to ``location``, and record ``props`` (and the schema and
-    location digests), from what this process wrote before when ``app`` is given and it
-    remembers the table, else from one lookup (module docstring).
+    location digests), from what this process wrote before when ``remembered`` and it
+    remembers the table, else from one lookup (module docstring). ``app``: the Spark
+    application the memory is kept for (``None``: none is kept).
 
     In a Hive metastore the table is stored in Spark's own format (``skipHiveMetadata``):
     stored Hive-compatibly, the metastore would make a directory of the glob location below
@@ -192,6 +194,7 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
     props = {**props, f"{META}schema": digest, f"{META}location": _digest(location)}
     key = (app, name) if app is not None else None
     known = _WRITTEN.pop(key, None) if key is not None else None
+    known = known if remembered else None
     if known is not None:
         try:
             with expected_sql_errors():     # a failure is answered by the lookup below
