@@ -322,3 +322,44 @@ def test_a_describe_that_returns_no_json_is_refused():
     with pytest.raises(wl.DefinitionError) as info:
         fp_trigger(Bad(1))
     assert info.value.code == "DEFINITION_UNDESCRIBABLE"
+
+
+class _ParsesWhenCollected:
+    """Garbage in a reference cycle whose finalizer parses Python, as a logging handler
+    formatting a traceback does (Python 3.11 computes a traceback's carets with ``ast``):
+    seen when PySpark's gateway logged a lost connection from a finalizer."""
+
+    def __init__(self) -> None:
+        self.cycle = self
+
+    def __del__(self) -> None:
+        import ast
+
+        ast.parse("a + b * c")
+
+
+def test_a_fingerprint_survives_a_collection_that_parses_python_meanwhile():
+    """Reading a class's source parses its module; a garbage collection inside that parse
+    that runs a finalizer parsing Python made CPython 3.11 raise ``SystemError: AST
+    constructor recursion depth mismatch`` (a rare CI failure of a Spark test)."""
+    import gc
+
+    class Counted(wl.ProcessWindowFunction):
+        def process(self, key, context, elements):
+            yield {"n": len(elements)}
+
+    pipeline = tumbling().process(Counted())
+    expected = pipeline.fingerprint
+    threshold, enabled = gc.get_threshold(), gc.isenabled()
+    try:
+        gc.set_threshold(100, 1, 1)
+        for _ in range(20):
+            gc.disable()
+            garbage = [_ParsesWhenCollected() for _ in range(50)]
+            del garbage
+            gc.enable()      # the next collection comes within 100 allocations
+            assert tumbling().process(Counted()).fingerprint == expected
+    finally:
+        gc.set_threshold(*threshold)
+        if not enabled:
+            gc.disable()

@@ -36,9 +36,11 @@ import decimal
 import enum
 import fractions
 import functools
+import gc
 import hashlib
 import inspect
 import re
+import threading
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -166,11 +168,30 @@ def describe_object(obj: Any) -> dict:
 def _name_and_code(target: Any, code_bytes: Any) -> dict[str, Any]:
     name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
     try:
-        code = inspect.getsource(target).encode()
+        code = _source(target).encode()
     except (OSError, TypeError):
         code_obj = getattr(target, "__code__", None)
         code = code_bytes(code_obj) if code_obj is not None else name.encode()
     return {"callable": name, "code": hashlib.sha256(code).hexdigest()[:16]}
+
+
+_SOURCE_LOCK = threading.Lock()
+
+
+def _source(target: Any) -> str:
+    """``inspect.getsource(target)`` with the garbage collector paused: reading a class's
+    source parses its module, and a collection inside that parse whose finalizer parses
+    Python too (a logging handler formatting a traceback computes its carets with ``ast``)
+    makes CPython 3.11 raise ``SystemError: AST constructor recursion depth mismatch``. One
+    thread at a time, so that each restores the collector as it found it."""
+    with _SOURCE_LOCK:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return inspect.getsource(target)
+        finally:
+            if enabled:
+                gc.enable()
 
 
 @contextmanager
