@@ -175,23 +175,29 @@ def _name_and_code(target: Any, code_bytes: Any) -> dict[str, Any]:
     return {"callable": name, "code": hashlib.sha256(code).hexdigest()[:16]}
 
 
-_SOURCE_LOCK = threading.Lock()
+_COLLECTOR_LOCK = threading.RLock()
 
 
-def _source(target: Any) -> str:
-    """``inspect.getsource(target)`` with the garbage collector paused: reading a class's
-    source parses its module, and a collection inside that parse whose finalizer parses
-    Python too (a logging handler formatting a traceback computes its carets with ``ast``)
-    makes CPython 3.11 raise ``SystemError: AST constructor recursion depth mismatch``. One
-    thread at a time, so that each restores the collector as it found it."""
-    with _SOURCE_LOCK:
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector paused inside (one thread at a time; restored as found), for
+    code that parses Python: a collection inside ``ast.parse`` whose finalizer parses Python
+    too (a logging handler formatting a traceback places its carets with ``ast``) makes
+    CPython 3.11 raise ``SystemError: AST constructor recursion depth mismatch``."""
+    with _COLLECTOR_LOCK:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return inspect.getsource(target)
+            yield
         finally:
             if enabled:
                 gc.enable()
+
+
+def _source(target: Any) -> str:
+    """``inspect.getsource(target)``; reading a class's source parses its module."""
+    with collector_paused():
+        return inspect.getsource(target)
 
 
 @contextmanager
