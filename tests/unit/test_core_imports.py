@@ -38,7 +38,7 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
     """(line, absolute module name) of every import statement in ``path``."""
     package = ".".join(("windowlib", *path.relative_to(PACKAGE).parent.parts))
     out = []
-    with collector_paused():     # (see its docstring: a CI failure once)
+    with collector_paused():     # (see its docstring)
         tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -139,7 +139,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         source = path.read_text()
-        with collector_paused():
+        with collector_paused():     # (see its docstring)
             tree = ast.parse(source, str(path))
         typing_only = {id(n) for node in ast.walk(tree)
                        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)

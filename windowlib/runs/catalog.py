@@ -193,8 +193,9 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
     digest = _digest(struct.json() + _CATALOG_FORMAT)
     props = {**props, f"{META}schema": digest, f"{META}location": _digest(location)}
     key = (app, name) if app is not None else None
-    known = _WRITTEN.pop(key, None) if key is not None else None
-    known = known if remembered else None
+    # forgotten until the statements below succeed; trusted only by a publish
+    written = _WRITTEN.pop(key, None) if key is not None else None
+    known = written if remembered else None
     if known is not None:
         try:
             with expected_sql_errors():     # a failure is answered by the lookup below
