@@ -39,6 +39,7 @@ from windowlib.engines.spark.walk_values import (
     py_values,
     worker_memory_exceeded,
 )
+from windowlib.engines.spark.worker_collector import full_collections_paused
 
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain data already
 
@@ -54,7 +55,8 @@ def make_walker(config: Any, cls: type[Walker] | None = None) -> Any:
         walker = walker_cls(config)
         failed = None
         try:
-            yield from walker.run(batches)
+            with full_collections_paused():
+                yield from walker.run(batches)
             return
         except MemoryError:    # raised below, once the failure's frames are released
             pass
