@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterable
+from itertools import chain
 from types import GeneratorType
 from typing import Any
 
@@ -35,9 +36,23 @@ __all__ = ["FunctionRunner", "conform"]
 
 
 _ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, checked first
+_NO_ROW = object()
 
 
 def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
+    """A function's rows as new dicts (what it returned may be kept and changed by it)."""
+    container = type(items)
+    if container is GeneratorType or container is list:     # the usual: one row, copied in C
+        rest = iter(items)
+        first = next(rest, _NO_ROW)
+        if first is _NO_ROW:
+            return []
+        row = first.copy() if type(first) is dict else _single(first)   # before the next row
+        second = next(rest, _NO_ROW)
+        if second is _NO_ROW:
+            return [row]
+        return [row, *[dict(r) if type(r) is dict else _single(r)
+                       for r in chain((second,), rest)]]
     if items is None:
         return []
     if type(items) not in _ROW_CONTAINERS and (isinstance(items, dict)

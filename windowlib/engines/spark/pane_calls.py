@@ -29,7 +29,7 @@ import numpy as np
 from windowlib.core.batch import PANE_ID
 from windowlib.core.functions import Context
 from windowlib.core.outputs import RESERVED_COLUMNS, check_result_columns
-from windowlib.core.pane import Timing, pane_info
+from windowlib.core.pane import PaneInfo, Timing, pane_info
 from windowlib.core.windows import time_window_of
 from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS
 from windowlib.engines.spark.json_rows import json_texts
@@ -43,15 +43,56 @@ __all__ = ["TIMINGS", "firing_calls"]
 TIMINGS = (Timing.EARLY, Timing.ON_TIME, Timing.LATE)
 
 
-class _WindowState(dict):
-    """What a ``Context`` reads of a window: its ``window_state`` values (``fn_state``, the
-    dict itself: one object per window, made once per window on the hot path)."""
+# every ``PaneInfo`` of a pane index below 64, at ``index * 6 + kind * 2 + is_last``
+_PANES = [pane_info(index, timing, is_last) for index in range(64) for timing in TIMINGS
+          for is_last in (False, True)]
 
-    __slots__ = ()
+
+class _FiringCursor:
+    """The firing being called, as its ``Context`` and side outputs read it: ``i`` indexes the
+    chunk's firing columns. It stands in for the walker's clock (``watermark``,
+    ``processing_time``) and position (``b``, ``phase``, ``sub``) during the calls, and is
+    every ``Context``'s window record: ``fn_state`` is the firing's window's ``window_state``
+    values, made on first use (one dict per window). One attribute set per firing instead of
+    five, and no state dict for a window whose function never reads it."""
+
+    __slots__ = ("_b", "_phase", "_processing", "_states", "_sub", "_watermark", "_window",
+                 "i")
+
+    def __init__(self, firings: dict) -> None:
+        self.i = 0
+        self._window, self._b, self._phase, self._sub, self._watermark, self._processing = (
+            firings[k].tolist() for k in ("window", "b", "phase", "sub", "watermark",
+                                          "processing"))
+        self._states: dict[int, dict] = {}
+
+    @property
+    def watermark(self) -> int:
+        return self._watermark[self.i]
+
+    @property
+    def processing_time(self) -> int:
+        return self._processing[self.i]
+
+    @property
+    def b(self) -> int:
+        return self._b[self.i]
+
+    @property
+    def phase(self) -> int:
+        return self._phase[self.i]
+
+    @property
+    def sub(self) -> int:
+        return self._sub[self.i]
 
     @property
     def fn_state(self) -> dict:
-        return self
+        window = self._window[self.i]
+        state = self._states.get(window)
+        if state is None:
+            state = self._states[window] = {}
+        return state
 
 
 def firing_calls(walker: Any, firings: dict, table: Any, starts: np.ndarray,
@@ -98,49 +139,65 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
                out_keys: list) -> tuple[list[dict], np.ndarray, np.ndarray]:
     """The function called per firing, in order (``is_final``: per firing, the pane's
     ``is_last``): the result rows, the firing each belongs to and each row's number
-    (``N``)."""
+    (``N``). The firings' windows, panes and element lists are built before the calls, in C
+    where it can; during them ``_FiringCursor`` stands in for the walker's clock and
+    position, which are left at the last firing's values afterwards, as the walk leaves
+    them."""
     reserved = RESERVED_COLUMNS
     results, size = walker.runner.value_results, walker.size
     uses_context = walker.uses_context
     clock, position, logic = walker.clock, walker.walk, walker.logic
-    columns = [firings[k].tolist() for k in ("run", "ws", "window", "kind", "index", "b", "phase",
-                                             "sub", "watermark", "processing", "first", "last")]
-    n = len(columns[0])
-    timings = TIMINGS
-    states: dict[int, _WindowState] = {}
+    starts = firings["ws"]
+    windows = list(map(time_window_of, zip(starts.tolist(), (starts + size).tolist())))
+    panes = _panes(firings["index"], firings["kind"], np.asarray(is_final, dtype=np.int64))
+    values = list(map(elements.__getitem__, map(slice, firings["first"].tolist(),
+                                                 (firings["last"] + 1).tolist())))
+    cursor = _FiringCursor(firings)
+    n = len(windows)
     rows: list[dict] = []
     counts = [0] * n          # result rows per firing
     after_side = [0] * n      # the row number before them
     current, scope, key_arg = -1, None, None
-    for i, (r, start, window, kind, index, b, phase, sub, watermark, processing, first,
-            last, final) in enumerate(zip(*columns, is_final)):
-        if r != current:
-            current = r
-            walker.out_key = out_keys[r]
-            scope = KeyScope(walker, logic.key_argument(keys[r]))
-            key_arg = scope.key_arg
-        clock.watermark, clock.processing_time = watermark, processing
-        position.b, position.phase, position.sub = b, phase, sub
-        bounds = time_window_of((start, start + size))
-        context = None
-        if uses_context:
-            state = states.get(window)
-            if state is None:
-                state = states[window] = _WindowState()
-            context = Context(scope, bounds, state, pane_info(index, timings[kind], final))
-        produced = results(key_arg, bounds, context, elements[first:last + 1])
-        if produced:
-            for result in produced:
-                if not reserved.isdisjoint(result):
-                    check_result_columns(result)
-            rows.extend(produced)
-            counts[i] = len(produced)
-            after_side[i] = walker.n      # the call's side outputs took their numbers
-            walker.n += len(produced)
+    walker.clock = walker.walk = cursor
+    try:
+        for i, (r, bounds, pane, pane_values) in enumerate(zip(firings["run"].tolist(),
+                                                               windows, panes, values)):
+            if r != current:
+                current = r
+                walker.out_key = out_keys[r]
+                scope = KeyScope(walker, logic.key_argument(keys[r]))
+                key_arg = scope.key_arg
+            cursor.i = i
+            produced = results(key_arg, bounds, Context(scope, bounds, cursor, pane)
+                               if uses_context else None, pane_values)
+            if produced:
+                for result in produced:
+                    if not reserved.isdisjoint(result):
+                        check_result_columns(result)
+                rows.extend(produced)
+                counts[i] = len(produced)
+                after_side[i] = walker.n      # the call's side outputs took their numbers
+                walker.n += len(produced)
+    finally:
+        walker.clock, walker.walk = clock, position
+        if n:
+            clock.watermark, clock.processing_time = cursor.watermark, cursor.processing_time
+            position.b, position.phase, position.sub = cursor.b, cursor.phase, cursor.sub
     per_firing, before = np.array(counts, dtype=np.int64), np.array(after_side, dtype=np.int64)
     owner = np.repeat(np.arange(n), per_firing)
     first_number = np.repeat(before + 1 - np.cumsum(per_firing) + per_firing, per_firing)
     return rows, owner, first_number + np.arange(len(owner))
+
+
+def _panes(index: np.ndarray, kind: np.ndarray, is_last: np.ndarray) -> list[PaneInfo]:
+    """Each firing's ``PaneInfo`` (``kind`` indexes ``TIMINGS``): looked up below index 64."""
+    small = index < 64
+    table = _PANES
+    panes = [table[code] for code in np.where(small, index * 6 + kind * 2 + is_last,
+                                              0).tolist()]
+    for i in np.flatnonzero(~small).tolist():
+        panes[i] = pane_info(int(index[i]), TIMINGS[kind[i]], bool(is_last[i]))
+    return panes
 
 
 def _results_table(walker: Any, rows: list[dict], owner: np.ndarray) -> Any:
