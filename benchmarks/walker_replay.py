@@ -4,9 +4,11 @@ process (CPU of one core, no Spark in the timing).
 ``capture`` runs the pane path of ``spark_general_path.py``'s pipeline (``--case``) once over
 the clickstream and saves the walker's input rows (Parquet, one file per partition, in
 order) and the walker function (cloudpickle). ``time`` replays every partition through the
-function ``--repeat`` times and prints each wall time; ``profile`` runs it once under
+function ``--repeat`` times and prints each wall and CPU time; ``profile`` runs it once under
 cProfile. Replays read the code on ``PYTHONPATH``, so two checkouts can be compared over the
-same captured input.
+same captured input; only the partition function itself (``walker.make_walker``'s ``walk``,
+with the garbage collector setting around the walk) was saved by value: capture again to
+measure a change to it.
 
     PYTHONPATH=<checkout>:<checkout>/benchmarks .venv/bin/python benchmarks/walker_replay.py \\
         capture|time|profile [--case python|python_batch] [--data DIR] [--out DIR]
