@@ -46,7 +46,8 @@ _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain 
 
 def make_walker(config: Any, cls: type[Walker] | None = None) -> Any:
     """The ``mapInArrow`` function that walks each partition with a new ``cls(config)``
-    (default ``Walker``: the general path; the pane path's walkers take their own configs).
+    (default ``Walker``: the general path; the pane path's walkers take their own configs),
+    with the garbage collector's full collections paused (``worker_collector``).
     A ``MemoryError`` in the walk, also one inside a user function (``FUNCTION_FAILED``
     caused by it), is ``WORKER_MEMORY_EXCEEDED`` naming the key (and the function)."""
     walker_cls = Walker if cls is None else cls

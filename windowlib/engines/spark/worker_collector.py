@@ -34,8 +34,7 @@ def full_collections_paused() -> Iterator[None]:
     with _lock:
         if _depth == 0:
             _saved = gc.get_threshold()
-            young, middle = _saved[0], _saved[1] if len(_saved) > 1 else 10
-            gc.set_threshold(young, middle, _NO_FULL_COLLECTIONS)
+            gc.set_threshold(_saved[0], _saved[1], _NO_FULL_COLLECTIONS)
         _depth += 1
     try:
         yield
