@@ -5,9 +5,13 @@ buffered elements, the chunk's rows, the output rows. At CPython's default thres
 collections ran about 30 times per million input rows of the pane path and took about a
 quarter of its Python (``docs/performance.md``). Inside ``full_collections_paused()`` only
 the young generations are collected: cyclic garbage that dies young is still freed, and what
-the walk keeps is scanned only when it is young. The thresholds come back as they were when
-the last walk of the process ends; walks that overlap in one worker (generators finished out
-of order) count, so none of them restores the defaults under another.
+the walk keeps is scanned only when it is young. Cyclic garbage that dies old (a cycle dropped
+after it survived two young collections) is left until the walk ends and the defaults apply
+again (a worker that runs out of memory meanwhile still ends in ``WORKER_MEMORY_EXCEEDED``);
+reference counting frees everything else at once, as always. The thresholds come back as
+they were when the last walk of the process ends; walks that overlap in one worker
+(generators finished out of order) count, so none of them restores the defaults under
+another.
 """
 
 from __future__ import annotations
