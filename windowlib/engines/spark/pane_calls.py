@@ -48,6 +48,11 @@ _PANES = [pane_info(index, timing, is_last) for index in range(64) for timing in
           for is_last in (False, True)]
 
 
+def _at_firing(column: str) -> property:
+    """A ``_FiringCursor`` attribute: ``column``'s value for the firing being called."""
+    return property(lambda cursor: getattr(cursor, column)[cursor.i])
+
+
 class _FiringCursor:
     """The firing being called, as its ``Context`` and side outputs read it: ``i`` indexes the
     chunk's firing columns. It stands in for the walker's clock (``watermark``,
@@ -59,32 +64,18 @@ class _FiringCursor:
     __slots__ = ("_b", "_phase", "_processing", "_states", "_sub", "_watermark", "_window",
                  "i")
 
+    watermark = _at_firing("_watermark")
+    processing_time = _at_firing("_processing")
+    b = _at_firing("_b")
+    phase = _at_firing("_phase")
+    sub = _at_firing("_sub")
+
     def __init__(self, firings: dict) -> None:
         self.i = 0
         self._window, self._b, self._phase, self._sub, self._watermark, self._processing = (
             firings[k].tolist() for k in ("window", "b", "phase", "sub", "watermark",
                                           "processing"))
         self._states: dict[int, dict] = {}
-
-    @property
-    def watermark(self) -> int:
-        return self._watermark[self.i]
-
-    @property
-    def processing_time(self) -> int:
-        return self._processing[self.i]
-
-    @property
-    def b(self) -> int:
-        return self._b[self.i]
-
-    @property
-    def phase(self) -> int:
-        return self._phase[self.i]
-
-    @property
-    def sub(self) -> int:
-        return self._sub[self.i]
 
     @property
     def fn_state(self) -> dict:
