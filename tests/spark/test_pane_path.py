@@ -169,6 +169,36 @@ class Seen(wl.ProcessWindowFunction):
         yield {"n": len(elements), "total": sum(e["value"] for e in elements)}
 
 
+class KeepsAList(wl.ProcessWindowFunction):
+    """Yields a list it keeps growing (and changes an entry after the yield)."""
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def process(self, key, context, elements):
+        self.seen.append({"v": elements[0]["value"]})
+        yield {"seen": self.seen}
+        self.seen[-1]["v"] = -1
+
+
+def test_rows_a_function_keeps_and_changes_are_written_as_yielded(spark):
+    """The pane path encodes a chunk's result rows after all its calls, the general path each
+    row at its firing: both write what the function yielded at the call
+    (``tests/unit/test_result_snapshots.py`` pins the copy on the reference engine)."""
+    import json
+
+    df = _frame(spark, [("a", 10 * i + 1, i + 1, 0) for i in range(4)])
+    p = (wl.Pipeline("kept", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10)).process(KeepsAList()))
+    expected = [[{"v": -1}] * i + [{"v": i + 1}] for i in range(4)]
+    for path in ("panes", "general"):
+        result = run_dataframe(p, df, "hour", path=path, finalize=True)
+        got = [json.loads(r["result_json"])["seen"]
+               for r in result.firings.orderBy("window_start").collect()]
+        result.unpersist()
+        assert got == expected, path
+
+
 def test_the_pane_path_takes_count_windows_and_count_triggers(spark):
     """GlobalWindows with a CountTrigger (count windows, purging or sliding with an evictor) and
     a CountTrigger over time windows take the pane path; time triggers over GlobalWindows

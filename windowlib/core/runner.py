@@ -6,13 +6,19 @@ configuration, lives in ``core/functions.py``).
 contents into result rows (dicts) at a firing, conformed to the declared row type when the
 function declares one (``core/schema.py``); it also conforms the values of typed side outputs.
 The same runner runs on every engine, so every engine accepts and refuses the same rows.
+
+A function may keep what it returned (or sent to a side output) and change it later; the rows
+and values the runner hands on are copies taken at the call, nested lists, dicts and other
+objects included (``_kept``), so no engine sees a later change, however late it encodes them.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime as dt
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from itertools import chain
 from types import GeneratorType
 from typing import Any
@@ -37,39 +43,65 @@ __all__ = ["FunctionRunner", "conform"]
 
 _ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, checked first
 _NO_ROW = object()
+# values nothing can change in place: a row holding only these is kept by a shallow copy
+_IMMUTABLE = frozenset({int, float, str, bool, type(None), bytes, complex, Decimal,
+                        dt.datetime, dt.date, dt.time, dt.timedelta})
+_IMMUTABLE_BASES = tuple(_IMMUTABLE)     # and their subclasses (NumPy's float64, pendulum's)
+
+
+def _kept(value: Any) -> Any:
+    """``value`` as it is now: a deep copy unless nothing can change it in place (a value
+    that cannot be copied is kept as it is)."""
+    if type(value) in _IMMUTABLE or isinstance(value, _IMMUTABLE_BASES):
+        return value
+    try:
+        return copy.deepcopy(value)
+    except Exception:     # e.g. a lock or a generator: not a value a firing can keep
+        return value
+
+
+def _kept_row(row: dict) -> dict:
+    """A new ``row`` dict with its nested values ``_kept`` (itself when all are immutable)."""
+    immutable = _IMMUTABLE
+    for value in row.values():      # (a loop: ``issuperset`` would build a set per row)
+        if type(value) not in immutable:
+            for name, item in row.items():
+                row[name] = _kept(item)
+            break
+    return row
 
 
 def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
-    """A function's rows as new dicts (what it returned may be kept and changed by it)."""
+    """A function's rows as new dicts, each taken (``_single``) before the function goes on:
+    what it returned may be kept and changed by it."""
     container = type(items)
     if container is GeneratorType or container is list:     # the usual: one row, copied in C
         rest = iter(items)
         first = next(rest, _NO_ROW)
         if first is _NO_ROW:
             return []
-        row = first.copy() if type(first) is dict else _single(first)   # before the next row
+        row = _kept_row(first.copy()) if type(first) is dict else _single(first)
         second = next(rest, _NO_ROW)
         if second is _NO_ROW:
             return [row]
-        return [row, *[dict(r) if type(r) is dict else _single(r)
-                       for r in chain((second,), rest)]]
+        return [row, *[_single(r) for r in chain((second,), rest)]]
     if items is None:
         return []
     if type(items) not in _ROW_CONTAINERS and (isinstance(items, dict)
                                                or not isinstance(items, Iterable)):
         raise ExecutionError(f"{what} must return an iterable of rows, got "
                              f"{type(items).__name__}", code="FUNCTION_FAILED")
-    return [dict(r) if type(r) is dict else _single(r) for r in items]
+    return [_single(r) for r in items]
 
 
 def _single(value: Any) -> dict:
-    """A result as a row: dicts as they are, dataclass instances as their fields, anything else
-    as a ``result`` column."""
+    """A result as a new row, nested values copied (``_kept``): dicts as they are, dataclass
+    instances as their fields, anything else as a ``result`` column."""
     if isinstance(value, dict):
-        return dict(value)
+        return _kept_row(dict(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return {"result": value}
+        return dataclasses.asdict(value)     # (copies nested values itself)
+    return {"result": _kept(value)}
 
 
 def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> Any:
@@ -280,6 +312,7 @@ class FunctionRunner:
         ``ExecutionError(SIDE_OUTPUT_UNDECLARED)`` (its columns must be known before the
         run)."""
         name = tag.name if isinstance(tag, OutputTag) else str(tag)
+        value = _kept(value)
         row_type = self.side_types.get(name)
         if isinstance(tag, OutputTag) and tag.schema is not None and tag.row_type != row_type:
             raise ExecutionError(

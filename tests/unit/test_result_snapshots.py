@@ -1,0 +1,124 @@
+"""A firing keeps its results as they were when the function produced them.
+
+A window function may keep what it returned and change it afterwards: a list it grows, a dict
+it updates, an accumulator that ``get_result`` hands out as it is. Flink's collector sends
+each record on when it is emitted, so later changes never reach an emitted record. Here every
+engine receives a function's rows from ``core/runner.py``, which copies them at the call
+(nested lists, dicts and sets too). The Spark paths encode rows later than the reference engine:
+the pane path encodes a whole chunk of firings at once. These tests pin the copy on the reference
+engine. ``tests/spark/test_pane_path.py`` checks that both Spark paths give the same rows.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import windowlib as wl
+from windowlib.testing import Bundle, run_bundles
+
+pytestmark = pytest.mark.unit
+
+# four windows of key "a", fired in order at the end of the input
+BUNDLES = [Bundle([{"key": "a", "ts": t, "value": v} for t, v in ((1, 1), (12, 2), (23, 3),
+                                                                   (34, 4))])]
+
+
+def tumbling(name: str = "snap") -> wl.Pipeline:
+    return (wl.Pipeline(name, timestamp="ts").key_by("key")
+            .window(wl.TumblingEventTimeWindows.of(10)))
+
+
+class KeepsAList(wl.ProcessWindowFunction):
+    """Yields rows holding the list (and a dict in it) it keeps growing."""
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def process(self, key, context, elements):
+        self.seen.append({"v": elements[0]["value"]})
+        yield {"seen": self.seen, "last": self.seen[-1]}
+        self.seen[-1]["v"] = -1      # after the yield: changes what the row holds
+
+
+class KeepsAValue(wl.ProcessWindowFunction):
+    """Returns a list itself (a ``result`` column), then keeps growing it."""
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def process(self, key, context, elements):
+        self.seen.append(elements[0]["value"])
+        return [self.seen]
+
+
+class Audits(wl.ProcessWindowFunction):
+    """Sends a list it keeps growing to a side output."""
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def process(self, key, context, elements):
+        self.seen.append(elements[0]["value"])
+        context.output("audit", {"seen": self.seen})
+        yield {"n": len(elements)}
+
+
+class ListAggregate(wl.AggregateFunction):
+    """An accumulator that is its own result: later elements change the same list."""
+
+    def create_accumulator(self):
+        return {"values": []}
+
+    def add(self, value, accumulator):
+        accumulator["values"].append(value["value"])
+        return accumulator
+
+    def get_result(self, accumulator):
+        return accumulator
+
+    def merge(self, a, b):
+        return {"values": a["values"] + b["values"]}
+
+
+def test_rows_keep_nested_values_as_they_were_yielded():
+    rows = run_bundles(tumbling().process(KeepsAList()), BUNDLES, finalize=True)
+    assert [r["seen"] for r in rows] == [
+        [{"v": 1}], [{"v": -1}, {"v": 2}], [{"v": -1}, {"v": -1}, {"v": 3}],
+        [{"v": -1}, {"v": -1}, {"v": -1}, {"v": 4}]]
+    assert [r["last"] for r in rows] == [{"v": 1}, {"v": 2}, {"v": 3}, {"v": 4}]
+
+
+def test_a_returned_value_is_kept_as_it_was_returned():
+    rows = run_bundles(tumbling().process(KeepsAValue()), BUNDLES, finalize=True)
+    assert [r["result"] for r in rows] == [[1], [1, 2], [1, 2, 3], [1, 2, 3, 4]]
+
+
+def test_side_output_values_are_kept_as_they_were_sent():
+    _, side = run_bundles(tumbling().process(Audits()), BUNDLES, finalize=True,
+                          with_side_outputs=True)
+    assert [v["seen"] for v in side["audit"]] == [[1], [1, 2], [1, 2, 3], [1, 2, 3, 4]]
+
+
+def test_an_accumulator_handed_out_by_get_result_is_kept_per_firing():
+    p = (tumbling().trigger(wl.CountTrigger.of(1)).aggregate(ListAggregate()))
+    rows = run_bundles(p, [Bundle([{"key": "a", "ts": t, "value": t} for t in (1, 2, 3)])],
+                       finalize=True)
+    assert [r["values"] for r in rows] == [[1], [1, 2], [1, 2, 3]]
+
+
+def test_values_that_cannot_change_are_not_copied():
+    """Scalars, subclasses of them and values that cannot be copied stay the same objects."""
+    import threading
+
+    from windowlib.core.runner import _kept, _kept_row
+
+    class Label(str):
+        pass
+
+    lock = threading.Lock()
+    row = {"label": Label("x"), "n": 1, "lock": lock}
+    assert _kept_row(row)["label"] is row["label"] and _kept(lock) is lock
+    nested = {"items": [1, [2]]}
+    copied = _kept_row(dict(nested))
+    assert copied == nested and copied["items"] is not nested["items"]
+    assert copied["items"][1] is not nested["items"][1]
