@@ -13,8 +13,9 @@ emits them):
 - the pane's elements in arrival order (accumulating: all of the window's so far;
   discarding: those since its last firing);
 - the firing's clocks and position, which ``Context`` and side outputs read from the walker;
-- the result rows checked as ``Walker.emit_result`` checks them (``check_result_columns``)
-  and numbered after the side outputs the call wrote (``N``), as the walk numbers them.
+- the result rows checked as ``Walker.emit_result`` checks them (``check_result_columns``,
+  once the chunk's calls are done: a conflict fails the run all the same) and numbered after
+  the side outputs the call wrote (``N``), as the walk numbers them.
 
 ``tests/spark/test_pane_schedule.py`` compares both walks' outputs row for row.
 """
@@ -22,6 +23,7 @@ emits them):
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import filterfalse
 from typing import Any
 
 import numpy as np
@@ -134,7 +136,6 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
     where it can; during them ``_FiringCursor`` stands in for the walker's clock and
     position, which are left at the last firing's values afterwards, as the walk leaves
     them."""
-    reserved = RESERVED_COLUMNS
     results, size = walker.runner.value_results, walker.size
     uses_context = walker.uses_context
     clock, position, logic = walker.clock, walker.walk, walker.logic
@@ -162,9 +163,6 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
             produced = results(key_arg, bounds, Context(scope, bounds, cursor, pane)
                                if uses_context else None, pane_values)
             if produced:
-                for result in produced:
-                    if not reserved.isdisjoint(result):
-                        check_result_columns(result)
                 rows.extend(produced)
                 counts[i] = len(produced)
                 after_side[i] = walker.n      # the call's side outputs took their numbers
@@ -197,11 +195,16 @@ def _results_table(walker: Any, rows: list[dict], owner: np.ndarray) -> Any:
     declared columns)."""
     pa = walker.pa
     columns: dict[str, Any] = {PANE_ID: pa.array(owner)}
-    if walker.result_mode == "json":
-        skip = walker.skip_in_json
-        columns[walker.result_names[0]] = json_texts(
-            [r if skip.isdisjoint(r) else {k: v for k, v in r.items() if k not in skip}
-             for r in rows])
+    json_mode = walker.result_mode == "json"
+    skip = walker.skip_in_json if json_mode else frozenset()
+    # one pass finds the rare rows to look at: a reserved column is RESULT_COLUMN_CONFLICT;
+    # key columns are dropped from the JSON text (the rows are the runner's own copies)
+    for row in filterfalse((RESERVED_COLUMNS | skip).isdisjoint, rows):
+        check_result_columns(row)
+        for name in skip.intersection(row):
+            del row[name]
+    if json_mode:
+        columns[walker.result_names[0]] = json_texts(rows)
     else:
         schema = walker.arrow_schema
         for name in walker.result_names:
