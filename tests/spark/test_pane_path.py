@@ -199,6 +199,32 @@ def test_rows_a_function_keeps_and_changes_are_written_as_yielded(spark):
         assert got == expected, path
 
 
+class ChangesItsElements(wl.ProcessWindowFunction):
+    """Reports its elements' values, then multiplies them in place."""
+
+    def process(self, key, context, elements):
+        values = [e["value"] for e in elements]
+        for e in elements:
+            e["value"] *= 10
+        yield {"values": values}
+
+
+def test_each_window_keeps_its_own_elements_on_both_spark_paths(spark):
+    """A function that changes its elements changes them for its own window only: sliding
+    windows give the same rows on both paths (``tests/unit/test_result_snapshots.py``)."""
+    import json
+
+    df = _frame(spark, [("a", t, t, 0) for t in (1, 2, 3, 6)])
+    p = (wl.Pipeline("own", timestamp="ts").key_by("key")
+         .window(wl.SlidingEventTimeWindows.of(10, 5)).process(ChangesItsElements()))
+    for path in ("panes", "general"):
+        result = run_dataframe(p, df, "hour", path=path, finalize=True)
+        got = [json.loads(r["result_json"])["values"]
+               for r in result.firings.orderBy("window_start").collect()]
+        result.unpersist()
+        assert got == [[1, 2, 3], [1, 2, 3, 6], [6]], path
+
+
 def test_the_pane_path_takes_count_windows_and_count_triggers(spark):
     """GlobalWindows with a CountTrigger (count windows, purging or sliding with an evictor) and
     a CountTrigger over time windows take the pane path; time triggers over GlobalWindows

@@ -1,4 +1,5 @@
-"""A firing keeps its results as they were when the function produced them.
+"""A firing keeps its results as they were when the function produced them, and each window
+keeps its own copy of its elements.
 
 A window function may keep what it returned and change it afterwards: a list it grows, a dict
 it updates, an accumulator that ``get_result`` hands out as it is. Flink's collector sends
@@ -7,6 +8,10 @@ engine receives a function's rows from ``core/runner.py``, which copies them at 
 (nested lists, dicts and sets too). The Spark paths encode rows later than the reference engine:
 the pane path encodes a whole chunk of firings at once. These tests pin the copy on the reference
 engine. ``tests/spark/test_pane_path.py`` checks that both Spark paths give the same rows.
+
+An element of several windows (sliding windows) is held by each window as its own copy: a
+function that changes the elements it is given changes them for later firings of that window
+only (the pane path, which builds each window's elements apart, always did).
 """
 
 from __future__ import annotations
@@ -122,3 +127,31 @@ def test_values_that_cannot_change_are_not_copied():
     copied = _kept_row(dict(nested))
     assert copied == nested and copied["items"] is not nested["items"]
     assert copied["items"][1] is not nested["items"][1]
+
+
+class ChangesItsElements(wl.ProcessWindowFunction):
+    """Reports its elements' values, then multiplies them in place."""
+
+    def process(self, key, context, elements):
+        values = [e["value"] for e in elements]
+        for e in elements:
+            e["value"] *= 10
+        yield {"values": values}
+
+
+def _elements() -> list[dict]:
+    return [{"key": "a", "ts": t, "value": t} for t in (1, 2, 3, 6)]
+
+
+def test_each_window_keeps_its_own_copy_of_an_element():
+    sliding = (wl.Pipeline("own", timestamp="ts").key_by("key")
+               .window(wl.SlidingEventTimeWindows.of(10, 5)).process(ChangesItsElements()))
+    rows = run_bundles(sliding, [Bundle(_elements())], finalize=True)
+    assert [(r["window_start"], r["values"]) for r in rows] == [
+        (-5, [1, 2, 3]), (0, [1, 2, 3, 6]), (5, [6])]
+    # the window's own copy: a later firing of the same window sees the change
+    early = (wl.Pipeline("same", timestamp="ts").key_by("key")
+             .window(wl.TumblingEventTimeWindows.of(10)).trigger(wl.CountTrigger.of(2))
+             .process(ChangesItsElements()))
+    rows = run_bundles(early, [Bundle(_elements())], finalize=True)
+    assert [r["values"] for r in rows] == [[1, 2], [10, 20, 3, 6]]

@@ -43,6 +43,11 @@ def process_element(driver: Any, row: dict, ts_ms: int) -> bool:
         raise
     except Exception as exc:        # a user's assigner or dynamic gap function
         raise assignment_failed(driver.logic.assigner, driver.key_arg, ts_ms, exc) from exc
+    if type(windows) is not list:
+        windows = list(windows)
+    # each window holds its own copy of the element: a function may change the one it is
+    # given, and the first window may fire (and change ``row``) before the next is filled
+    pristine = dict(row) if len(windows) > 1 else None
     for window in windows:
         if merging is not None:
             window = driver._add_merging_window(window)
@@ -56,6 +61,7 @@ def process_element(driver: Any, row: dict, ts_ms: int) -> bool:
             if is_late(cleanup_at, watermark, event_time):
                 continue
             state_window = window
+        element = row if pristine is None or not kept else dict(pristine)
         kept = True
         record = records.get(window)
         # A live record always holds its cleanup timer (registered when the record is
@@ -64,7 +70,7 @@ def process_element(driver: Any, row: dict, ts_ms: int) -> bool:
         if new:
             record = records[window] = WindowRecord()
         try:
-            contents[state_window] = runner_add(contents.get(state_window), row, ts_ms)
+            contents[state_window] = runner_add(contents.get(state_window), element, ts_ms)
         except WindowlibError:
             raise
         except Exception as exc:        # the user's reduce/aggregate/fold
