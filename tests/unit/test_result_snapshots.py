@@ -155,3 +155,14 @@ def test_each_window_keeps_its_own_copy_of_an_element():
              .process(ChangesItsElements()))
     rows = run_bundles(early, [Bundle(_elements())], finalize=True)
     assert [r["values"] for r in rows] == [[1, 2], [10, 20, 3, 6]]
+
+
+def test_a_run_leaves_the_callers_elements_as_they_were():
+    """The reference engine takes its own copy of each element it is given."""
+    elements = _elements()
+    before = [dict(e) for e in elements]
+    p = (wl.Pipeline("input", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10)).process(ChangesItsElements()))
+    first = run_bundles(p, [Bundle(elements)], finalize=True)
+    assert elements == before
+    assert run_bundles(p, [Bundle(elements)], finalize=True) == first

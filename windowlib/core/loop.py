@@ -104,11 +104,14 @@ def reject_reason(ts_reason: str | None, ts_ms: int | None, key: tuple,
 def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int | None,
           finite_columns: tuple[str, ...] = ()) -> tuple[str | None, dict, tuple, int]:
     """``(reason, row, key, ts_ms)`` of a plain-Python element (``reason`` is ``None`` when it
-    is processed). Non-mapping elements are ``schema_mismatch``."""
-    if type(row) is not dict:
-        if not isinstance(row, Mapping):
-            return "schema_mismatch", {"value": row}, (), 0
+    is processed); ``row`` is the run's own copy (functions may change the elements they are
+    given, the caller's stay as they were). Non-mapping elements are ``schema_mismatch``."""
+    if type(row) is dict:
+        row = row.copy()
+    elif isinstance(row, Mapping):
         row = dict(row)
+    else:
+        return "schema_mismatch", {"value": row}, (), 0
     ts = row.get(ts_column, _MISSING)
     reason = None
     if type(ts) is not int:
