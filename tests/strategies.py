@@ -100,6 +100,21 @@ class PaneFn(wl.ProcessWindowFunction):
         yield row
 
 
+@dataclasses.dataclass(frozen=True)
+class CarelessFn(wl.ProcessWindowFunction):
+    """A function that changes what it is given and what it yields: it changes the list of
+    values in its row after the yield, and its elements' values in place. Every engine must
+    give the same rows: results as yielded, each window holding its own elements (a change
+    stays in that window, for its later firings)."""
+
+    def process(self, key: Any, context: wl.Context, elements: list) -> Any:
+        values = [e.get("value") for e in elements]
+        yield {"values": values, "idx": context.pane.index}
+        values.append(-1)
+        for e in elements:
+            e["value"] = (e.get("value") or 0) + 100
+
+
 def window_rows(key: Any, window: Any, elements: list) -> Any:
     """An ``apply`` window function: one row per element (in pane order) plus a summary row."""
     start = getattr(window, "start", None)
@@ -213,7 +228,7 @@ def session_pane_pipelines(draw: Any) -> wl.Pipeline:
         p = p.accumulation(mode)
     p = p.allowed_lateness(draw(st.sampled_from([0, 0, 7, 30, 60])))
     function = draw(st.sampled_from(["declarative", "declarative", "process", "apply",
-                                     "reduce", "aggregate", "aggregate_process"]))
+                                     "reduce", "aggregate", "aggregate_process", "careless"]))
     return with_function(draw, p, function, merging=True)
 
 
@@ -290,7 +305,7 @@ def pipelines(draw: Any, processing_time: bool = True, timers: str = "any",
     p = p.allowed_lateness(draw(st.sampled_from([0, 0, 7, 30, 60])))
     functions = ["declarative", "reduce", "aggregate", "aggregate_process", "process"]
     if wide:   # process twice: the pane context is where engines most easily diverge
-        functions += ["apply", "reduce_process", "process"]
+        functions += ["apply", "reduce_process", "process", "careless"]
     return with_function(draw, p, draw(st.sampled_from(functions)), merging)
 
 
@@ -303,6 +318,8 @@ def with_function(draw: Any, p: wl.Pipeline, function: str, merging: bool = Fals
         return p.reduce(add_values, ReducedPaneFn())
     if function == "batch":
         return p.process_panes(PaneStats())
+    if function == "careless":
+        return p.process(CarelessFn())
     if function == "declarative":
         aggs = draw(st.lists(st.sampled_from(DECLARATIVE), min_size=1, max_size=3,
                              unique_by=lambda a: a.name))
@@ -492,7 +509,7 @@ def pane_pipelines(draw: Any) -> wl.Pipeline:
     if evictor is not None:
         p = p.evictor(evictor)
     p = p.allowed_lateness(draw(st.sampled_from([0, 0, 7, 30, 60])))
-    functions = ["process", "process", "apply", "batch"]
+    functions = ["process", "process", "apply", "batch", "careless"]
     if evictor is not None:
         functions += ["declarative", "reduce", "aggregate", "aggregate_process"]
     return with_function(draw, p, draw(st.sampled_from(functions)))
