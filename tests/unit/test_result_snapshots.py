@@ -19,6 +19,7 @@ from __future__ import annotations
 import pytest
 
 import windowlib as wl
+from windowlib.core.copies import kept, kept_row
 from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.unit
@@ -115,16 +116,15 @@ def test_values_that_cannot_change_are_not_copied():
     """Scalars, subclasses of them and values that cannot be copied stay the same objects."""
     import threading
 
-    from windowlib.core.runner import _kept, _kept_row
-
     class Label(str):
         pass
 
     lock = threading.Lock()
     row = {"label": Label("x"), "n": 1, "lock": lock}
-    assert _kept_row(row)["label"] is row["label"] and _kept(lock) is lock
+    copied = kept_row(dict(row))
+    assert copied["label"] is row["label"] and copied["lock"] is lock
     nested = {"items": [1, [2]]}
-    copied = _kept_row(dict(nested))
+    copied = kept_row(dict(nested))
     assert copied == nested and copied["items"] is not nested["items"]
     assert copied["items"][1] is not nested["items"][1]
 
@@ -166,3 +166,23 @@ def test_a_run_leaves_the_callers_elements_as_they_were():
     first = run_bundles(p, [Bundle(elements)], finalize=True)
     assert elements == before
     assert run_bundles(p, [Bundle(elements)], finalize=True) == first
+
+
+def test_nested_copies_keep_kinds_and_cycles():
+    """The copy keeps each container's kind, copies other objects deeply, and keeps a
+    cyclic value (copied by ``deepcopy``)."""
+    import dataclasses as dc
+
+    @dc.dataclass
+    class Box:
+        items: list
+
+    value = {"t": (1, [2]), "s": {3}, "box": Box([4]), "l": [{"k": [5]}]}
+    copied = kept(value)
+    assert copied == value and type(copied["t"]) is tuple and type(copied["s"]) is set
+    assert copied["t"][1] is not value["t"][1] and copied["box"].items is not value["box"].items
+    assert copied["l"][0]["k"] is not value["l"][0]["k"]
+    cyclic: list = [1]
+    cyclic.append(cyclic)
+    copied = kept(cyclic)
+    assert copied is not cyclic and copied[1] is copied

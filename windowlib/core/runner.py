@@ -9,16 +9,15 @@ The same runner runs on every engine, so every engine accepts and refuses the sa
 
 A function may keep what it returned (or sent to a side output) and change it later; the rows
 and values the runner hands on are copies taken at the call, nested lists, dicts and other
-objects included (``_kept``), so no engine sees a later change, however late it encodes them.
+objects included (``core/copies.py``), so no engine sees a later change, however late it
+encodes them.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import datetime as dt
 from collections.abc import Callable, Iterable
-from decimal import Decimal
 from itertools import chain
 from types import GeneratorType
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from windowlib.core.aggregates import AggregateSet
 from windowlib.core.batch import panes_table, rows_by_pane
 from windowlib.core.codec import decode, encode
+from windowlib.core.copies import kept, kept_row
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.evictors import TimestampedValue
 from windowlib.core.functions import (
@@ -43,34 +43,6 @@ __all__ = ["FunctionRunner", "conform"]
 
 _ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, checked first
 _NO_ROW = object()
-# values nothing can change in place: a row holding only these is kept by a shallow copy
-_IMMUTABLE = frozenset({int, float, str, bool, type(None), bytes, complex, Decimal,
-                        dt.datetime, dt.date, dt.time, dt.timedelta})
-_IMMUTABLE_BASES = tuple(_IMMUTABLE)     # and their subclasses (NumPy's float64, pendulum's)
-
-
-def _kept(value: Any) -> Any:
-    """``value`` as it is now: a deep copy unless nothing can change it in place (a value
-    that cannot be copied is kept as it is)."""
-    if type(value) in _IMMUTABLE or isinstance(value, _IMMUTABLE_BASES):
-        return value
-    try:
-        return copy.deepcopy(value)
-    except Exception:     # e.g. a lock or a generator: not a value a firing can keep
-        return value
-
-
-def _kept_row(row: dict) -> dict:
-    """A new ``row`` dict with its nested values ``_kept`` (itself when all are immutable)."""
-    immutable = _IMMUTABLE
-    for value in row.values():      # (a loop: ``issuperset`` would build a set per row)
-        if type(value) not in immutable:
-            for name, item in row.items():
-                row[name] = _kept(item)
-            break
-    return row
-
-
 def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
     """A function's rows as new dicts, each taken (``_single``) before the function goes on:
     what it returned may be kept and changed by it."""
@@ -80,7 +52,7 @@ def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
         first = next(rest, _NO_ROW)
         if first is _NO_ROW:
             return []
-        row = _kept_row(first.copy()) if type(first) is dict else _single(first)
+        row = kept_row(first.copy()) if type(first) is dict else _single(first)
         second = next(rest, _NO_ROW)
         if second is _NO_ROW:
             return [row]
@@ -95,13 +67,13 @@ def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
 
 
 def _single(value: Any) -> dict:
-    """A result as a new row, nested values copied (``_kept``): dicts as they are, dataclass
+    """A result as a new row, nested values copied (``kept``): dicts as they are, dataclass
     instances as their fields, anything else as a ``result`` column."""
     if isinstance(value, dict):
-        return _kept_row(dict(value))
+        return kept_row(dict(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)     # (copies nested values itself)
-    return {"result": _kept(value)}
+    return {"result": kept(value)}
 
 
 def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> Any:
@@ -312,7 +284,7 @@ class FunctionRunner:
         ``ExecutionError(SIDE_OUTPUT_UNDECLARED)`` (its columns must be known before the
         run)."""
         name = tag.name if isinstance(tag, OutputTag) else str(tag)
-        value = _kept(value)
+        value = kept(value)
         row_type = self.side_types.get(name)
         if isinstance(tag, OutputTag) and tag.schema is not None and tag.row_type != row_type:
             raise ExecutionError(
