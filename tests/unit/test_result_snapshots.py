@@ -159,6 +159,25 @@ def test_a_run_leaves_the_callers_elements_as_they_were():
     assert run_bundles(p, [Bundle(elements)], finalize=True) == first
 
 
+class TagsItsElements(wl.ProcessWindowFunction):
+    """Appends to a list inside each element."""
+
+    def process(self, key, context, elements):
+        for e in elements:
+            e["tags"].append("seen")
+        yield {"tags": [e["tags"] for e in elements]}
+
+
+def test_nested_values_of_the_callers_elements_stay_as_they_were():
+    elements = [{"key": "a", "ts": 1, "tags": []}, {"key": "a", "ts": 12, "tags": ["x"]}]
+    p = (wl.Pipeline("nested_input", timestamp="ts").key_by("key")
+         .window(wl.SlidingEventTimeWindows.of(20, 10)).process(TagsItsElements()))
+    rows = run_bundles(p, [Bundle(elements)], finalize=True)
+    assert [e["tags"] for e in elements] == [[], ["x"]]
+    # each window its own copy, nested lists included
+    assert [r["tags"] for r in rows] == [[["seen"]], [["seen"], ["x", "seen"]], [["x", "seen"]]]
+
+
 def test_nested_copies_keep_kinds_and_cycles():
     """The copy keeps each container's kind, copies other objects deeply, and keeps a
     cyclic value (copied by ``deepcopy``)."""

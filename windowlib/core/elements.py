@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from windowlib.core import copies
 from windowlib.core.errors import WindowlibError
 from windowlib.core.lateness import cleanup_time, is_late
 from windowlib.core.records import EVENT, WindowRecord
@@ -47,7 +48,7 @@ def process_element(driver: Any, row: dict, ts_ms: int) -> bool:
         windows = list(windows)
     # each window holds its own copy of the element: a function may change the one it is
     # given, and the first window may fire (and change ``row``) before the next is filled
-    pristine = dict(row) if len(windows) > 1 else None
+    pristine = copies.kept(row) if len(windows) > 1 else None
     for window in windows:
         if merging is not None:
             window = driver._add_merging_window(window)
@@ -61,7 +62,7 @@ def process_element(driver: Any, row: dict, ts_ms: int) -> bool:
             if is_late(cleanup_at, watermark, event_time):
                 continue
             state_window = window
-        element = row if pristine is None or not kept else dict(pristine)
+        element = row if pristine is None or not kept else copies.kept(pristine)
         kept = True
         record = records.get(window)
         # A live record always holds its cleanup timer (registered when the record is

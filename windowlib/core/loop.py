@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from windowlib.core.copies import kept_row
 from windowlib.core.driver import Clock, KeyDriver, Sink
 from windowlib.core.errors import InputError, StateError
 from windowlib.core.time import (
@@ -107,9 +108,9 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
     is processed); ``row`` is the run's own copy (functions may change the elements they are
     given, the caller's stay as they were). Non-mapping elements are ``schema_mismatch``."""
     if type(row) is dict:
-        row = row.copy()
+        row = kept_row(row.copy())
     elif isinstance(row, Mapping):
-        row = dict(row)
+        row = kept_row(dict(row))
     else:
         return "schema_mismatch", {"value": row}, (), 0
     ts = row.get(ts_column, _MISSING)

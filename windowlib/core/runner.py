@@ -43,6 +43,8 @@ __all__ = ["FunctionRunner", "conform"]
 
 _ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, checked first
 _NO_ROW = object()
+
+
 def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
     """A function's rows as new dicts, each taken (``_single``) before the function goes on:
     what it returned may be kept and changed by it."""
