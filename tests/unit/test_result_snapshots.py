@@ -122,10 +122,10 @@ def test_values_that_cannot_change_are_not_copied():
 
     lock = threading.Lock()
     row = {"label": Label("x"), "n": 1, "lock": lock}
-    copied = kept_row(dict(row))
+    copied = kept_row(row)
     assert copied["label"] is row["label"] and copied["lock"] is lock
     nested = {"items": [1, [2]]}
-    copied = kept_row(dict(nested))
+    copied = kept_row(nested)
     assert copied == nested and copied["items"] is not nested["items"]
     assert copied["items"][1] is not nested["items"][1]
 

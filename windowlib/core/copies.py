@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -25,8 +26,6 @@ _IMMUTABLE_BASES = tuple(_IMMUTABLE)     # and their subclasses (NumPy's float64
 def kept(value: Any) -> Any:
     """``value`` as it is now: a deep copy unless nothing can change it in place (a value
     that cannot be copied is kept as it is)."""
-    if type(value) in _IMMUTABLE or isinstance(value, _IMMUTABLE_BASES):
-        return value
     try:
         return _copied(value)
     except RecursionError:     # a cycle: ``deepcopy`` keeps it
@@ -54,12 +53,14 @@ def _copied(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def kept_row(row: dict) -> dict:
-    """A new ``row`` dict with its nested values ``kept`` (itself when all are immutable)."""
+def kept_row(row: Mapping) -> dict:
+    """A new dict of ``row``'s items, its nested values ``kept`` (a shallow copy when all
+    are immutable, the usual row)."""
+    copied = row.copy() if type(row) is dict else dict(row)
     immutable = _IMMUTABLE
-    for value in row.values():      # (a loop: ``issuperset`` would build a set per row)
+    for value in copied.values():      # (a loop: ``issuperset`` would build a set per row)
         if type(value) not in immutable:
-            for name, item in row.items():
-                row[name] = kept(item)
+            for name, item in copied.items():
+                copied[name] = kept(item)
             break
-    return row
+    return copied

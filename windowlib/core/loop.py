@@ -107,12 +107,9 @@ def admit(row: Any, key_columns: tuple[str, ...], ts_column: str, horizon: int |
     """``(reason, row, key, ts_ms)`` of a plain-Python element (``reason`` is ``None`` when it
     is processed); ``row`` is the run's own copy (functions may change the elements they are
     given, the caller's stay as they were). Non-mapping elements are ``schema_mismatch``."""
-    if type(row) is dict:
-        row = kept_row(row.copy())
-    elif isinstance(row, Mapping):
-        row = kept_row(dict(row))
-    else:
+    if type(row) is not dict and not isinstance(row, Mapping):
         return "schema_mismatch", {"value": row}, (), 0
+    row = kept_row(row)
     ts = row.get(ts_column, _MISSING)
     reason = None
     if type(ts) is not int:

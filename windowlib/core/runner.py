@@ -54,7 +54,7 @@ def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
         first = next(rest, _NO_ROW)
         if first is _NO_ROW:
             return []
-        row = kept_row(first.copy()) if type(first) is dict else _single(first)
+        row = kept_row(first) if type(first) is dict else _single(first)
         second = next(rest, _NO_ROW)
         if second is _NO_ROW:
             return [row]
@@ -72,7 +72,7 @@ def _single(value: Any) -> dict:
     """A result as a new row, nested values copied (``kept``): dicts as they are, dataclass
     instances as their fields, anything else as a ``result`` column."""
     if isinstance(value, dict):
-        return kept_row(dict(value))
+        return kept_row(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)     # (copies nested values itself)
     return {"result": kept(value)}
