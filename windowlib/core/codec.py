@@ -19,6 +19,11 @@ from typing import Any
 from windowlib.core.errors import StateError
 
 TAG = "$t"    # the key of a tagged value: a row holding it is not its own encoding
+# the scalar types ``encode`` writes (containers: list, tuple, dict, set, frozenset), and the
+# types whose subclasses it writes by value; what a result may hold (``core/copies``)
+SCALARS = frozenset({type(None), bool, int, float, str, bytes, Decimal, _dt.datetime, _dt.date,
+                     _dt.time, _dt.timedelta})
+SUBCLASSED = (int, float, str, _dt.date, _dt.time, _dt.timedelta)
 # one compact encoder: json.dumps builds a new JSONEncoder on every call with non-default
 # separators, which costs more than encoding a small row
 _COMPACT = json.JSONEncoder(separators=(",", ":"))

@@ -10,7 +10,9 @@ The same runner runs on every engine, so every engine accepts and refuses the sa
 A function may keep what it returned (or sent to a side output) and change it later; the rows
 and values the runner hands on are copies taken at the call, nested lists, dicts and other
 objects included (``core/copies.py``), so no engine sees a later change, however late it
-encodes them.
+encodes them. Without a declared type they are also plain data (``copies.kept_result``: NumPy
+values made Python's); a value that is not is ``FUNCTION_FAILED`` naming the function, the
+column (or side output), the key and the window, on every engine.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from windowlib.core.aggregates import AggregateSet
 from windowlib.core.batch import panes_table, rows_by_pane
 from windowlib.core.codec import decode, encode
-from windowlib.core.copies import kept, kept_row
+from windowlib.core.copies import NotPlain, kept, kept_result, kept_result_row, kept_row
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.evictors import TimestampedValue
 from windowlib.core.functions import (
@@ -45,37 +47,44 @@ _ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, check
 _NO_ROW = object()
 
 
-def _rows(items: Iterable[Any] | None, what: str) -> list[dict]:
+def _rows(items: Iterable[Any] | None, what: str, plain: bool = True) -> list[dict]:
     """A function's rows as new dicts, each taken (``_single``) before the function goes on:
-    what it returned may be kept and changed by it."""
+    what it returned may be kept and changed by it. ``plain``: no declared type checks them
+    (``NotPlain``)."""
     container = type(items)
     if container is GeneratorType or container is list:     # the usual: one row, copied in C
         rest = iter(items)
         first = next(rest, _NO_ROW)
         if first is _NO_ROW:
             return []
-        row = kept_row(first) if type(first) is dict else _single(first)
+        if type(first) is dict:
+            row = kept_result_row(first) if plain else kept_row(first)
+        else:
+            row = _single(first, plain)
         second = next(rest, _NO_ROW)
         if second is _NO_ROW:
             return [row]
-        return [row, *[_single(r) for r in chain((second,), rest)]]
+        return [row, *[_single(r, plain) for r in chain((second,), rest)]]
     if items is None:
         return []
     if type(items) not in _ROW_CONTAINERS and (isinstance(items, dict)
                                                or not isinstance(items, Iterable)):
         raise ExecutionError(f"{what} must return an iterable of rows, got "
                              f"{type(items).__name__}", code="FUNCTION_FAILED")
-    return [_single(r) for r in items]
+    return [_single(r, plain) for r in items]
 
 
-def _single(value: Any) -> dict:
-    """A result as a new row, nested values copied (``kept``): dicts as they are, dataclass
-    instances as their fields, anything else as a ``result`` column."""
+def _single(value: Any, plain: bool = True) -> dict:
+    """A result as a new row, nested values copied (``kept``; ``plain``: ``kept_result``):
+    dicts as they are, dataclass instances as their fields, anything else as a ``result``
+    column."""
+    take = kept_result_row if plain else kept_row
     if isinstance(value, dict):
-        return kept_row(value)
+        return take(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)     # (copies nested values itself)
-    return {"result": kept(value)}
+        row = dataclasses.asdict(value)     # (copies nested values itself)
+        return take(row) if plain else row
+    return take({"result": value})
 
 
 def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> Any:
@@ -94,7 +103,14 @@ def function_failed(what: Any, key: Any, window: Any, exc: BaseException, *,
     """The error a failing piece of user code (a window function, an aggregate, an evictor, a
     trigger) becomes on every engine: ``FUNCTION_FAILED`` naming it (after ``label``), the key
     and the window, with the original exception's type and message (the original is chained
-    as ``__cause__``)."""
+    as ``__cause__``). A result that is not plain data (``NotPlain``) says what it holds."""
+    if isinstance(exc, NotPlain):
+        return ExecutionError(
+            f"{label}{function_name(what)} produced a value that is not plain data for key "
+            f"{key!r}, window {window}: {exc}; results and side-output values without a "
+            "declared type hold None, booleans, numbers, strings, bytes, Decimals, datetimes "
+            "and lists, tuples, sets and dicts of them (NumPy values are converted)",
+            code="FUNCTION_FAILED")
     return ExecutionError(f"{label}{function_name(what)} failed for key {key!r}, window "
                           f"{window}: {type(exc).__name__}: {exc}", code="FUNCTION_FAILED")
 
@@ -222,12 +238,13 @@ class FunctionRunner:
         call = spec.fn.process if process else getattr(spec.fn, "apply", spec.fn)
         what = "process()" if process else "the window function"
         what_row = f"a result row of {function_name(producer)}"
+        plain = row_type is None      # a declared type checks the rows itself (``conform``)
 
         def value_results(key: Any, window: Any, context: Context | None, values: list
                           ) -> list[dict]:
             try:
                 rows = _rows(call(key, context, values) if process else
-                             call(key, window, values), what)
+                             call(key, window, values), what, plain)
             except WindowlibError:
                 raise
             except Exception as exc:
@@ -286,7 +303,6 @@ class FunctionRunner:
         ``ExecutionError(SIDE_OUTPUT_UNDECLARED)`` (its columns must be known before the
         run)."""
         name = tag.name if isinstance(tag, OutputTag) else str(tag)
-        value = kept(value)
         row_type = self.side_types.get(name)
         if isinstance(tag, OutputTag) and tag.schema is not None and tag.row_type != row_type:
             raise ExecutionError(
@@ -294,8 +310,12 @@ class FunctionRunner:
                 f"does not declare it: make the tag an attribute of the function, e.g. "
                 f"{name} = wl.OutputTag({name!r}, schema=...)", code="SIDE_OUTPUT_UNDECLARED")
         if row_type is None:
-            return name, value
-        return name, conform(row_type, value, f"a value of side output {name!r}", key, window)
+            try:
+                return name, kept_result(value)
+            except NotPlain as exc:     # (inside the function's call: FUNCTION_FAILED)
+                raise NotPlain(f"side output {name!r} got {exc}") from None
+        return name, conform(row_type, kept(value), f"a value of side output {name!r}", key,
+                             window)
 
     def _results(self, key: Any, window: Any, context: Context | None, contents: Any
                  ) -> list[dict]:
@@ -317,10 +337,11 @@ class FunctionRunner:
             result = self._result(acc)
         if spec.process_fn is not None:
             given = [] if result is None and spec.kind == "reduce" else [result]
-            return _rows(spec.process_fn.process(key, context, given), "process()")
+            return _rows(spec.process_fn.process(key, context, given), "process()",
+                         self.result_type is None)
         if result is None and spec.kind == "reduce":
             return [{}]
-        return [_single(result)]
+        return [_single(result, self.result_type is None)]
 
     @property
     def needs_clear(self) -> bool:
