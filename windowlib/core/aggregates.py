@@ -186,13 +186,29 @@ def _identity(acc: Any) -> Any:
     return acc
 
 
+class AggregateOverflow(ArithmeticError):
+    """An integral sum outside the 64-bit range of the Spark column that holds it (Python's
+    integers do not overflow; Spark's longs do): the runner makes it ``AGGREGATE_OVERFLOW``
+    naming the key and the window."""
+
+
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _long_sum(total: Any) -> Any:
+    """``total`` when it is not an integer beyond 64 bits; ``AggregateOverflow`` when it is."""
+    if type(total) is int and not _LONG_MIN <= total <= _LONG_MAX:
+        raise AggregateOverflow(f"is {total}, beyond the 64-bit range of its column")
+    return total
+
+
 _KINDS: dict[str, _Kind] = {
     "count": _Kind(_add_count, lambda: 0, lambda a, b: a + b, _identity),
-    "sum": _Kind(_add_sum, _none, _merge_none_or(lambda a, b: a + b), _identity),
+    "sum": _Kind(_add_sum, _none, _merge_none_or(lambda a, b: a + b), _long_sum),
     "min": _Kind(_add_min, _none, _merge_none_or(lambda a, b: b if b < a else a), _identity),
     "max": _Kind(_add_max, _none, _merge_none_or(lambda a, b: b if b > a else a), _identity),
     "mean": _Kind(_add_mean, lambda: [0, 0], lambda a, b: [a[0] + b[0], a[1] + b[1]],
-                  lambda acc: acc[0] / acc[1] if acc[1] else None),
+                  lambda acc: _long_sum(acc[0]) / acc[1] if acc[1] else None),
     "first": _Kind(_add_first, _none, _merge_none_or(lambda a, b: b if b[1] < a[1] else a),
                    lambda acc: None if acc is None else acc[0]),
     "last": _Kind(_add_last, _none, _merge_none_or(lambda a, b: b if b[1] >= a[1] else a),
@@ -334,7 +350,12 @@ class AggregateSet:
     def get_result(self, acc: list) -> dict:
         out = {}
         for name, i, result in self._outputs:
-            out[name] = acc[i] if result is None else result(acc[i])
+            try:
+                out[name] = acc[i] if result is None else result(acc[i])
+            except AggregateOverflow as exc:
+                agg = self.aggregates[i]
+                raise AggregateOverflow(f"the {agg.kind} of {agg.column!r} as {name!r}: its "
+                                        f"sum {exc}") from None
         return out
 
     def describe(self) -> dict:

@@ -183,6 +183,8 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
     ("DEMO_SETUP", _X, FAILED, "the demo could not prepare Airflow"),
     ("MODULE_UNAVAILABLE", _X, FAILED, "the Spark executors cannot import the module of the "
      "pipeline's functions"),
+    ("AGGREGATE_OVERFLOW", _X, FAILED, "an integral (or decimal) sum, of a sum or mean "
+     "aggregate, left the range of its column (names the aggregate)"),
     ("FUNCTION_FAILED", _X, FAILED, "a user function raised or returned something unusable "
      "(e.g. a dynamic session gap)"),
     ("KEY_STATE_LIMIT", _X, FAILED, "one key's buffered state exceeds max_key_state"),

@@ -24,7 +24,7 @@ from itertools import chain
 from types import GeneratorType
 from typing import Any
 
-from windowlib.core.aggregates import AggregateSet
+from windowlib.core.aggregates import AggregateOverflow, AggregateSet
 from windowlib.core.batch import panes_table, rows_by_pane
 from windowlib.core.codec import decode, encode
 from windowlib.core.copies import NotPlain, kept, kept_result, kept_result_row, kept_row
@@ -103,7 +103,11 @@ def function_failed(what: Any, key: Any, window: Any, exc: BaseException, *,
     """The error a failing piece of user code (a window function, an aggregate, an evictor, a
     trigger) becomes on every engine: ``FUNCTION_FAILED`` naming it (after ``label``), the key
     and the window, with the original exception's type and message (the original is chained
-    as ``__cause__``). A result that is not plain data (``NotPlain``) says what it holds."""
+    as ``__cause__``). A result that is not plain data (``NotPlain``) says what it holds; a
+    declarative sum beyond 64 bits (``AggregateOverflow``) is ``AGGREGATE_OVERFLOW``."""
+    if isinstance(exc, AggregateOverflow):
+        return ExecutionError(f"{exc}, for key {key!r}, window {window}",
+                              code="AGGREGATE_OVERFLOW")
     if isinstance(exc, NotPlain):
         return ExecutionError(
             f"{label}{function_name(what)} produced a value that is not plain data for key "

@@ -3,7 +3,8 @@
 A windowlib error raised in a Python worker (``ExecutionError(KEY_STATE_LIMIT)``, a
 ``FUNCTION_FAILED``...) reaches the driver as Spark's ``PythonException`` whose message holds
 the worker's traceback. ``reraise(exc)`` finds the last windowlib error in it and raises the
-same class with the same code and message. A worker that cannot import the module the
+same class with the same code and message (also one raised in Spark SQL by ``raise_error``,
+such as ``AGGREGATE_OVERFLOW``). A worker that cannot import the module the
 pipeline's functions live in (nothing of windowlib ran yet) is ``MODULE_UNAVAILABLE`` naming
 the module; a worker that ran out of memory outside the walkers (which report it themselves,
 naming the key: ``walk_values.worker_memory_exceeded``) is ``WORKER_MEMORY_EXCEEDED``; a
@@ -23,6 +24,8 @@ from windowlib.engines.spark.walk_values import WORKER_MEMORY_HINT
 _PATTERN = re.compile(
     r"(?:windowlib\.core\.errors\.)?(" + "|".join(c.__name__ for c in _errors.ERROR_CLASSES)
     + r"): \[([A-Z_]+)\] (.*)")
+# what Spark appends to a message raised in SQL (``raise_error``): not part of ours
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 _OUT_OF_MEMORY = re.compile(r"^MemoryError\b", re.MULTILINE)
 _CRASHED = "Python worker exited unexpectedly (crashed)"
@@ -36,7 +39,7 @@ def windowlib_error(exc: BaseException) -> _errors.WindowlibError | None:
     matches = list(_PATTERN.finditer(text))
     if matches:
         name, code, message = matches[-1].groups()
-        return getattr(_errors, name)(message.strip(), code=code)
+        return getattr(_errors, name)(_SQLSTATE.sub("", message).strip(), code=code)
     return _worker_failure(text, from_worker="PythonException" in type(exc).__name__)
 
 

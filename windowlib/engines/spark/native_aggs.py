@@ -12,9 +12,15 @@ computed in two places and combined:
 Equality with the reference engine (``windowlib.core.aggregates``), kind by kind:
 
 - ``count``/``sum``/``min``/``max``: Spark ignores nulls as the reference does; ``least`` and
-  ``greatest`` skip nulls when combining. Integral sums are exact (long; Spark's ANSI mode fails
-  on overflow instead of wrapping). Floating-point sums may differ from the reference in the
-  last bits: Spark does not add in arrival order.
+  ``greatest`` skip nulls when combining. Integral (and decimal) sums are exact or fail: they
+  add with ``try_sum``/``try_add`` (null on overflow, whatever ``spark.sql.ansi.enabled`` says:
+  without ANSI, Spark's ``sum`` and ``+`` wrap silently) and a null that is not the sum of no
+  values raises ``AGGREGATE_OVERFLOW`` through ``raise_error`` (``engines/spark/errors.py``
+  turns it into the coded error). Spark adds in its own order, so a running total that leaves
+  the range fails even where later values would bring it back; the reference engine, exact,
+  checks the final sum (of integers only: a decimal sum's range depends on the Spark column's
+  precision, which the reference engine does not know). Floating-point sums may differ from
+  the reference in the last bits: Spark does not add in arrival order.
 - ``mean``: ``sum / count`` of the non-null values, as ``double`` (exact for integral sums below
   2**53, where both engines divide the same two numbers).
 - ``first``/``last``: ``min_by``/``max_by`` over ``struct(ts, arrival order)`` of the non-null
@@ -32,7 +38,7 @@ Equality with the reference engine (``windowlib.core.aggregates``), kind by kind
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,37 +66,79 @@ class CompiledAggregate:
     input_type: Any     # the input column's type (None for count())
 
     # --- accumulators ----------------------------------------------------------------------
-    def accumulators(self, ctx: AggContext) -> dict[str, Any]:
+    def accumulators(self, ctx: AggContext, over: Callable[[Any], Any] | None = None
+                     ) -> dict[str, Any]:
+        """``over``: how each aggregate function call is used (``call.over(window)`` for a
+        running aggregate; default: as it is)."""
         from pyspark.sql import functions as F
 
+        on = over or (lambda call: call)
         kind = self.kind
         v = user_col(self.column) if self.column is not None else None
         if ctx.mask is not None:   # rows outside the mask count as null values
             v = F.when(ctx.mask, F.lit(1) if v is None else v)
         if kind == "count":
-            return {"n": F.count(F.lit(1) if v is None else v)}
+            return {"n": on(F.count(F.lit(1) if v is None else v))}
         if kind == "sum":
-            return {"s": F.sum(v)}
+            return {"s": self._sum(v, on)}
         if kind == "min":
-            return {"m": F.min(v)}
+            return {"m": on(F.min(v))}
         if kind == "max":
-            return {"m": F.max(v)}
+            return {"m": on(F.max(v))}
         if kind == "mean":
-            return {"s": F.sum(v), "n": F.count(v)}
+            return {"s": self._sum(v, on), "n": on(F.count(v))}
         present = v.isNotNull()
         if kind == "first":
-            return {"v": F.min_by(v, F.when(present, ctx.order_struct(with_ts=True))),
-                    "t": F.min(F.when(present, ctx.ts))}
+            return {"v": on(F.min_by(v, F.when(present, ctx.order_struct(with_ts=True)))),
+                    "t": on(F.min(F.when(present, ctx.ts)))}
         if kind == "last":
-            return {"v": F.max_by(v, F.when(present, ctx.order_struct(with_ts=True))),
-                    "t": F.max(F.when(present, ctx.ts))}
+            return {"v": on(F.max_by(v, F.when(present, ctx.order_struct(with_ts=True)))),
+                    "t": on(F.max(F.when(present, ctx.ts)))}
         if kind == "collect_list":
             # unsorted (order, value) structs: sorted when the result is formed
-            return {"l": F.collect_list(F.when(
-                present, F.struct(ctx.order_struct(with_ts=False).alias("o"), v.alias("v"))))}
+            return {"l": on(F.collect_list(F.when(
+                present, F.struct(ctx.order_struct(with_ts=False).alias("o"), v.alias("v")))))}
         if kind == "approx_count_distinct":
-            return {"d": F.collect_set(v)}
+            return {"d": on(F.collect_set(v))}
         raise AssertionError(kind)
+
+    # --- exact sums (module docstring) ----------------------------------------------------
+    @property
+    def _exact(self) -> bool:
+        """Whether the sum is integral or decimal: exact, or ``AGGREGATE_OVERFLOW``."""
+        from pyspark.sql import types as T
+
+        return isinstance(self.input_type, T.ByteType | T.ShortType | T.IntegerType
+                          | T.LongType | T.DecimalType)
+
+    def _sum(self, v: Any, on: Callable[[Any], Any]) -> Any:
+        from pyspark.sql import functions as F
+
+        if not self._exact:
+            return on(F.sum(v))
+        return F.coalesce(on(F.try_sum(v)), F.when(on(F.count(v)) > 0, self._overflow()))
+
+    def _added(self, a: Any, b: Any) -> Any:
+        """``a + b`` of two partial sums, either null when it has no values."""
+        from pyspark.sql import functions as F
+
+        if not self._exact:
+            return F.coalesce(a + b, a, b)
+        both = a.isNotNull() & b.isNotNull()
+        return F.coalesce(F.try_add(a, b), F.when(both, self._overflow()), a, b)
+
+    def _overflow(self) -> Any:
+        """Raises ``AGGREGATE_OVERFLOW`` in the task (the driver's ``reraise`` codes it)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        where = ("Spark's decimal sums (38 digits)" if isinstance(self.input_type, T.DecimalType)
+                 else "a 64-bit integer")
+        return F.raise_error(F.lit(
+            f"ExecutionError: [AGGREGATE_OVERFLOW] the {self.kind} of {self.column!r} as "
+            f"{self.name!r}: its sum left the range of {where} in a window of this run "
+            "(Spark adds a window's values in its own order: a running total beyond the "
+            "range fails); run_bundles on the input finds the key and the window"))
 
     def accumulator_types(self) -> dict[str, Any] | None:
         """Spark's types of ``accumulators``' columns, known on the client for ``count``,
@@ -149,13 +197,13 @@ class CompiledAggregate:
         if kind == "count":
             return {"n": F.coalesce(on["n"], F.lit(0)) + late["n"]}
         if kind == "sum":
-            return {"s": F.coalesce(on["s"] + late["s"], on["s"], late["s"])}
+            return {"s": self._added(on["s"], late["s"])}
         if kind == "min":
             return {"m": F.least(on["m"], late["m"])}
         if kind == "max":
             return {"m": F.greatest(on["m"], late["m"])}
         if kind == "mean":
-            return {"s": F.coalesce(on["s"] + late["s"], on["s"], late["s"]),
+            return {"s": self._added(on["s"], late["s"]),
                     "n": F.coalesce(on["n"], F.lit(0)) + late["n"]}
         if kind in ("first", "last"):
             better = late["t"] < on["t"] if kind == "first" else late["t"] >= on["t"]

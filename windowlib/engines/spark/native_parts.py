@@ -180,12 +180,13 @@ class Parts:
         from pyspark.sql import functions as F
 
         ctx = self.ctx if mask is None else AggContext(self.ctx.ts, self.ctx.order, mask)
+        over = None if window is None else (lambda call: call.over(window))
         exprs, accs = [], []
         for i, c in enumerate(self.compiled):
             names = {}
-            for name, expr in c.accumulators(ctx).items():
+            for name, expr in c.accumulators(ctx, over).items():
                 col = f"{prefix}{i}_{name}"
-                exprs.append((expr if window is None else expr.over(window)).alias(col))
+                exprs.append(expr.alias(col))
                 names[name] = F.col(col)
             accs.append(names)
         return exprs, accs
