@@ -207,11 +207,12 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
                        if k not in ("validation", "status", "published")},
                 extra=details.to_extra(), consumed=with_footer_rows(plan.files, footers),
                 prefixes=list(STAGED))
-            result = StagedRun(staging, summary, record)
+            # the staged firings, for a validation gate: exactly the staged files (no
+            # listing, nothing recomputed), built on first use (most runs have no gate)
+            firings, firings_schema = staged.frames["firings"], staged.firings_schema
+            result = StagedRun(staging, summary, record, read_firings=lambda: read_frame(
+                spark, firings, firings_schema, settings=settings))
             staging.write_json("pending", {"record": record.to_dict(), **result.ref()})
-            # exactly the staged files: no listing, and nothing is recomputed
-            result.firings = read_frame(spark, staged.frames["firings"],
-                                        staged.firings_schema, settings=settings)
             return result
         except BaseException:
             staging.abort()

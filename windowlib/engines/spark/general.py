@@ -244,12 +244,12 @@ def prepare_input(df: Any, pipeline: Pipeline, arrival: str) -> tuple[Any, str]:
             raise InputError(f"key column {c!r} is not in the DataFrame (columns: "
                              f"{', '.join(df.columns)})", code="COLUMN_MISSING")
     key_col, kind = arrival_key_column(df, arrival)
-    df = df.withColumn(ARRIVAL, key_col)
-    if TS not in df.columns or TREASON not in df.columns:
-        ms, reason = event_time_columns(df, logic.timestamp)
-        df = df.withColumn(TS, ms).withColumn(TREASON, reason)
-        df = readable_event_times(df, logic.timestamp, TREASON)
-    return df, kind
+    if TS in df.columns and TREASON in df.columns:
+        return df.withColumn(ARRIVAL, key_col), kind
+    ms, reason = event_time_columns(df, logic.timestamp)
+    # one projection (each DataFrame operation is one analysis of the plan so far)
+    df = df.withColumns({ARRIVAL: key_col, TS: ms, TREASON: reason})
+    return readable_event_times(df, logic.timestamp, TREASON), kind
 
 
 def _default_order(df: Any, user_columns: Sequence[str]) -> list:
