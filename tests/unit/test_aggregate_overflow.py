@@ -1,8 +1,8 @@
 """An integral sum that leaves the 64-bit range of its column is ``AGGREGATE_OVERFLOW`` naming
 the aggregate, the key and the window, on every engine (Spark's long columns cannot hold it;
 Python's integers could, so the reference engine checks). Floating-point sums are not limited.
-``tests/spark/test_aggregate_overflow.py`` runs the Spark paths, with Spark's ANSI mode on and
-off."""
+``tests/spark/test_aggregate_overflow_spark.py`` runs the Spark paths, with Spark's ANSI mode
+on and off."""
 
 from __future__ import annotations
 

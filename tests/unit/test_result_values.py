@@ -7,7 +7,7 @@ object back. The runner (``core/runner.py``) now takes every result row and side
 through ``core/copies.kept_result``: NumPy values become Python's (``tolist()``), subclasses of
 lists, tuples, dicts and sets their base type, and anything else is ``FUNCTION_FAILED`` naming
 the function, the column, the key and the window, on every engine
-(``tests/spark/test_result_values.py`` runs both Spark paths).
+(``tests/spark/test_result_values_spark.py`` runs both Spark paths).
 """
 
 from __future__ import annotations

@@ -81,4 +81,4 @@ def test_a_value_that_is_not_plain_data_is_the_same_error_on_every_engine(spark)
         assert err.value.code == "FUNCTION_FAILED", path
         texts[path] = str(err.value)
     assert texts["panes"] == texts["general"] == texts["reference"]
-    assert "column 'v' holds a test_result_values.Opaque" in texts["panes"]
+    assert "column 'v' holds a test_result_values_spark.Opaque" in texts["panes"]
