@@ -175,6 +175,19 @@ def test_a_worker_failure_comes_back_as_the_same_windowlib_error_over_connect(co
     assert info.value.code == code
 
 
+def test_a_sum_beyond_64_bits_comes_back_coded_over_connect(connect):
+    """Raised in Spark SQL on the server (the native path's ``raise_error``), not in a Python
+    worker: the same ``AGGREGATE_OVERFLOW``, without Spark's SQLSTATE suffix."""
+    p = (wl.Pipeline("connect_sum", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10))
+         .aggregate(wl.aggregates.sum("value").alias("total")))
+    big = [{"key": "a", "ts": t, "value": 2**62} for t in (1, 2)]
+    with pytest.raises(wl.ExecutionError) as info:
+        run_bundles(p, [Bundle(big, watermark=20)], engine="spark")
+    assert info.value.code == "AGGREGATE_OVERFLOW"
+    assert "'total'" in str(info.value) and "SQLSTATE" not in str(info.value)
+
+
 def test_a_warm_tiny_incremental_run_over_connect_analyses_few_plans(connect, tmp_path,
                                                                       monkeypatch):
     """The DAG's run task is a Connect client: every schema lookup is a server round trip
