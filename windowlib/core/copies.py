@@ -17,9 +17,7 @@ every engine accepts and refuses the same results.
 from __future__ import annotations
 
 import copy
-import datetime as dt
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any
 
 from windowlib.core.codec import SCALARS, SUBCLASSED
@@ -27,8 +25,8 @@ from windowlib.core.codec import SCALARS, SUBCLASSED
 __all__ = ["NotPlain", "kept", "kept_result", "kept_result_row", "kept_row"]
 
 # values nothing can change in place: a row holding only these is kept by a shallow copy
-_IMMUTABLE = frozenset({int, float, str, bool, type(None), bytes, complex, Decimal,
-                        dt.datetime, dt.date, dt.time, dt.timedelta})
+# (the codec's scalars, and complex, which a copy keeps but the codec cannot write)
+_IMMUTABLE = SCALARS | {complex}
 _IMMUTABLE_BASES = tuple(_IMMUTABLE)     # and their subclasses (NumPy's float64, pendulum's)
 
 

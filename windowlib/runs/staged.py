@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from windowlib.core.errors import StateError
@@ -29,18 +30,15 @@ class StagedRun:
     staging: Staging
     summary: RunSummary
     record: RunRecord
-    # builds ``firings`` on first use (``stage_run``); ``None`` in another process
+    # builds ``firings`` (``stage_run``); ``None`` in another process
     read_firings: Callable[[], Any] | None = field(default=None, repr=False)
-    _firings: Any = field(default=None, init=False, repr=False)
 
-    @property
+    @cached_property
     def firings(self) -> Any:
         """The staged firings (a Spark DataFrame over exactly the staged files) in the
         staging process, built on first use; ``None`` in another process (``restore_staged``:
         the audit reads them from ``ref()["firings"]``)."""
-        if self._firings is None and self.read_firings is not None:
-            self._firings = self.read_firings()
-        return self._firings
+        return None if self.read_firings is None else self.read_firings()
 
     @property
     def details(self) -> CommitDetails:

@@ -31,6 +31,12 @@ _OUT_OF_MEMORY = re.compile(r"^MemoryError\b", re.MULTILINE)
 _CRASHED = "Python worker exited unexpectedly (crashed)"
 
 
+def task_text(err: _errors.WindowlibError) -> str:
+    """``err`` as a Spark task's failure carries it, for code that raises it inside Spark
+    (``raise_error`` in SQL): what ``windowlib_error`` reads back as ``err``."""
+    return f"{type(err).__name__}: {err}"
+
+
 def windowlib_error(exc: BaseException) -> _errors.WindowlibError | None:
     """The windowlib error carried by a Spark task failure, or ``None``."""
     if isinstance(exc, _errors.WindowlibError):

@@ -108,8 +108,10 @@ class CompiledAggregate:
         """Whether the sum is integral or decimal: exact, or ``AGGREGATE_OVERFLOW``."""
         from pyspark.sql import types as T
 
-        return isinstance(self.input_type, T.ByteType | T.ShortType | T.IntegerType
-                          | T.LongType | T.DecimalType)
+        from windowlib.engines.spark.result_types import sum_type
+
+        return isinstance(self.input_type, T.DecimalType) \
+            or isinstance(sum_type(self.input_type), T.LongType)
 
     def _sum(self, v: Any, on: Callable[[Any], Any]) -> Any:
         from pyspark.sql import functions as F
@@ -132,13 +134,16 @@ class CompiledAggregate:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
+        from windowlib.core.errors import ExecutionError
+        from windowlib.engines.spark.errors import task_text
+
         where = ("Spark's decimal sums (38 digits)" if isinstance(self.input_type, T.DecimalType)
                  else "a 64-bit integer")
-        return F.raise_error(F.lit(
-            f"ExecutionError: [AGGREGATE_OVERFLOW] the {self.kind} of {self.column!r} as "
-            f"{self.name!r}: its sum left the range of {where} in a window of this run "
-            "(Spark adds a window's values in its own order: a running total beyond the "
-            "range fails); run_bundles on the input finds the key and the window"))
+        return F.raise_error(F.lit(task_text(ExecutionError(
+            f"the {self.kind} of {self.column!r} as {self.name!r}: its sum left the range of "
+            f"{where} in a window of this run (Spark adds a window's values in its own order: "
+            "a running total beyond the range fails); run_bundles on the input finds the key "
+            "and the window", code="AGGREGATE_OVERFLOW"))))
 
     def accumulator_types(self) -> dict[str, Any] | None:
         """Spark's types of ``accumulators``' columns, known on the client for ``count``,
