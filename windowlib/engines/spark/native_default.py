@@ -206,8 +206,9 @@ def shared_scan(parts: Parts) -> tuple[Any, Any]:
         return frame.withColumns({WP: F.expr(wp_sql), MX: F.expr(parts.max_sql),
                                   PB: F.expr(at_sql(parts.P, B))})
 
-    return (clocks(opaque_filter(shared, "true")),
-            clocks(opaque_filter(shared, f"{wp_sql} >= ({parts.max_sql})")))
+    # the clocks once, above the exchange, for both: one analysed projection, not two
+    both = clocks(shared)
+    return opaque_filter(both, "true"), opaque_filter(both, f"{WP} >= {MX}")
 
 
 def default_firings(parts: Parts) -> Any:
