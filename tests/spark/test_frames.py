@@ -10,8 +10,17 @@ import re
 import pytest
 
 from windowlib.core.errors import DefinitionError, InputError, StateError
-from windowlib.runs.frames import FrameInfo, read_frame, write_frame
+from windowlib.engines.spark.errors import windowlib_error
+from windowlib.runs.frames import (
+    FrameFile,
+    FrameInfo,
+    arrow_rewrite,
+    read_frame,
+    write_frame,
+    written_files,
+)
 from windowlib.state.stores import open_store
+from windowlib.state.uri import Uri
 
 pytestmark = pytest.mark.spark
 
@@ -177,3 +186,34 @@ def test_bad_arguments_raise_clear_errors(spark, tmp_path) -> None:
     with pytest.raises(InputError) as err:
         read_frame(spark, f"file://{tmp_path}/x", "not a schema <<")
     assert err.value.code == "SCHEMA_INVALID"
+
+
+@pytest.mark.parametrize("where", ["file", "s3"])
+def test_arrow_rewrite_merges_files_into_one_in_their_order_in_one_task(spark, tmp_path,
+                                                                       request, where):
+    """Compaction's rewrite: the files read and written again by one task, their rows in the
+    files' order; a damaged file is ``CHECKPOINT_CORRUPT``, never rewritten."""
+    settings, root = None, f"file://{tmp_path}"
+    if where == "s3":
+        server = request.getfixturevalue("moto_s3")
+        settings, root = server.settings(), f"s3://{server.create_bucket()}"
+    df = sample(spark, partitions=4)
+    info = write_frame(df, f"{root}/small", io="arrow", settings=settings)
+    assert len(info.files) == 4
+    target = Uri.parse(f"{root}/merged")
+    rows = arrow_rewrite(spark, info.files, df.schema, target, "tok1",
+                         settings=settings).collect()
+    merged = written_files(target, rows)
+    assert len(merged) == 1 and merged[0].rows == 60 and merged[0].sha256
+    back = read_frame(spark, list(merged), df.schema, settings=settings, io="arrow")
+    ordered = [r for f in info.files
+               for r in read_frame(spark, [f], df.schema, settings=settings,
+                                   io="arrow").collect()]
+    assert back.collect() == ordered
+    damaged = [*info.files[:-1], FrameFile(info.files[-1].path, info.files[-1].rows,
+                                           info.files[-1].bytes + 1)]
+    with pytest.raises(Exception) as failed:
+        arrow_rewrite(spark, damaged, df.schema, Uri.parse(f"{root}/again"), "tok2",
+                      settings=settings).collect()
+    err = windowlib_error(failed.value)
+    assert err is not None and err.code == "CHECKPOINT_CORRUPT", failed.value

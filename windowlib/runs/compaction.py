@@ -11,7 +11,8 @@ Invariants:
   files are merged into one, down to half the budget (``OutputTable.small_files``: size-tiered,
   the larger files are never rewritten). A row is so rewritten a few times, and the amortised
   cost per run does not depend on the number of past runs.
-- Rows move only in Spark tasks (read and written with Arrow, as ``runs/frames`` does); the
+- Rows move only in Spark tasks: one task per table reads its small files and writes the
+  merged one in one Python worker (``frames.arrow_rewrite``: no rows through the JVM); the
   driver gets one metadata row per written file. Every table that needs it: one Spark job.
 - Compacted files are written inside the staging prefix of the commit the table shows
   (``tables/<output>/<staging>/compacted-<token>/``): ``gc`` treats them as that run's outputs
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from functools import reduce
 from typing import Any
 
-from windowlib.runs.frames import FrameFile, arrow_writes, read_frame, written_files
+from windowlib.runs.frames import FrameFile, arrow_rewrite, written_files
 from windowlib.state.checkpoint import CheckpointStore
 from windowlib.state.s3config import S3Settings
 from windowlib.state.stores import open_store
@@ -83,9 +84,8 @@ def compact_tables(spark: Any, cs: CheckpointStore, tables: Mapping[str, OutputT
         token = uuid.uuid4().hex[:12]
         base = Uri.parse(table.file_uri(f"{head.record['staging']}/compacted-{token}"))
         files = [FrameFile(table.file_uri(f.path), f.rows, f.bytes) for f in small]
-        frame = read_frame(spark, files, table_struct(dt), settings=settings, io="arrow")
-        writes.append(arrow_writes(frame.coalesce(1), base, token, settings=settings)
-                      .withColumn("output", F.lit(name)))
+        writes.append(arrow_rewrite(spark, files, table_struct(dt), base, token,
+                                    settings=settings).withColumn("output", F.lit(name)))
         plans[name] = (table, dt, small, base)
     if not writes:
         return {}

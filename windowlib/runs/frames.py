@@ -36,8 +36,8 @@ from windowlib.state.stores import delete_location, open_store
 from windowlib.state.taskfs import TaskFilesystem, arrow_filesystem, task_filesystem
 from windowlib.state.uri import Uri
 
-__all__ = ["FrameFile", "FrameInfo", "arrow_writes", "check_frames", "conform", "read_frame",
-           "write_frame", "written_files"]
+__all__ = ["FrameFile", "FrameInfo", "arrow_rewrite", "arrow_writes", "check_frames", "conform",
+           "read_frame", "write_frame", "written_files"]
 
 IO_MODES = ("auto", "spark", "arrow")
 S3_IO_CONF = "spark.windowlib.io.s3"
@@ -227,6 +227,28 @@ def arrow_writes(df: Any, loc: Uri, token: str, *, settings: S3Settings | None =
     return df.mapInArrow(fn, struct_of(_META))
 
 
+def arrow_rewrite(spark: Any, files: Sequence[FrameFile], schema: Any, loc: Uri, token: str, *,
+                  settings: S3Settings | None = None, max_rows_per_file: int = 1_000_000,
+                  forward_credentials: bool | None = None) -> Any:
+    """:func:`arrow_writes`' lazy DataFrame for ``files`` (one scheme, at least one; checked
+    and conformed to ``schema`` as ``read_frame(io="arrow")`` reads them) written again under
+    ``loc`` in their order by ONE task whose Python worker reads and writes: no rows through
+    the JVM, one worker. Several unioned run as one job, a task each."""
+    struct = as_struct(schema)
+    locs = [Uri.parse(f.path) for f in files]
+    if not locs or len({source.scheme for source in locs}) > 1:
+        raise InputError("arrow_rewrite: files of one scheme, at least one", code="URI_INVALID")
+    read = _make_reader(task_filesystem(spark, locs[0], settings, forward_credentials),
+                        _reader_items(locs, files), struct.json(), (), large_var_types(spark))
+    write = _make_writer(task_filesystem(spark, loc, settings, forward_credentials),
+                         loc.arrow_path, token, max_rows_per_file, (), struct.fieldNames())
+
+    def rewrite(ids: Iterator[Any]) -> Iterator[Any]:
+        return write(read(ids))
+
+    return spark.range(0, len(locs), 1, 1).mapInArrow(rewrite, struct_of(_META))
+
+
 def written_files(loc: Uri, rows: Sequence[Any]) -> tuple[FrameFile, ...]:
     """The files of :func:`arrow_writes`' collected rows (URIs in ``loc``'s scheme)."""
     return tuple(FrameFile(str(Uri.from_arrow_path(loc.scheme, r["path"])), int(r["rows"]),
@@ -322,8 +344,7 @@ def read_frame(spark: Any, source: str | FrameInfo | Sequence[str | FrameFile], 
         # one JVM call per column
         return df.selectExpr(*[sql_identifier(name) for name in struct.fieldNames()])
     fs = task_filesystem(spark, locs[0], settings, forward_credentials)
-    items = [(loc.arrow_path, f.path, f.bytes if f.bytes >= 0 else None, f.sha256)
-             for loc, f in zip(locs, recorded)]
+    items = _reader_items(locs, recorded)
     n = io_parallelism(spark, len(items), parallelism)
     ids = spark.range(0, len(items), 1, n)
     return ids.mapInArrow(_make_reader(fs, items, struct.json(), parts, large_var_types(spark)),
@@ -365,6 +386,14 @@ def conform(table: Any, target: Any, constants: dict[str, Any] | None = None) ->
         else:
             arrays.append(pa.nulls(table.num_rows, fld.type))
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _reader_items(locs: Sequence[Uri], files: Sequence[FrameFile]
+                  ) -> list[tuple[str, str, int | None, str | None]]:
+    """What ``_make_reader``'s tasks read: per file its Arrow path, URI, size (``None``:
+    unknown) and SHA-256."""
+    return [(loc.arrow_path, f.path, f.bytes if f.bytes >= 0 else None, f.sha256)
+            for loc, f in zip(locs, files)]
 
 
 def _make_reader(fs: TaskFilesystem, items: list[tuple[str, str, int | None, str | None]],
