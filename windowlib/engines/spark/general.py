@@ -107,7 +107,7 @@ from windowlib.engines.spark.walker import make_walker
 # re-exported: the native path, the engine and the test harness import these from here
 __all__ = ["ABSENT", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "KIND", "PHASE", "PHASE_ELEMENTS",
            "PHASE_FINISH", "PHASE_TIMERS_WM", "REASON", "RESULT_JSON", "SUB", "B",
-           "GeneralRun", "N", "prepare_input", "result_fields", "run_general",
+           "GeneralRun", "N", "arrival_order", "prepare_input", "result_fields", "run_general",
            "tagged_schema"]
 
 
@@ -252,12 +252,17 @@ def prepare_input(df: Any, pipeline: Pipeline, arrival: str) -> tuple[Any, str]:
     return readable_event_times(df, logic.timestamp, TREASON), kind
 
 
-def _default_order(df: Any, user_columns: Sequence[str]) -> list:
-    """SPEC §1: ascending event time, ties broken by a deterministic hash of the whole row."""
+def arrival_order(user_columns: Sequence[str], order_by: Sequence[str] | str | None) -> list:
+    """The arrival order inside a bundle as ascending sort expressions (every path's one rule):
+    the ``order_by`` columns, else SPEC §1's default: event time (``__wl_ts``; a null one, a
+    reject, first, as Spark sorts ascending), ties broken by a deterministic hash of the
+    whole row."""
     from pyspark.sql import functions as F
 
+    if order_by is not None:
+        return [user_col(c) for c in ([order_by] if isinstance(order_by, str) else order_by)]
     cols = [user_col(c) for c in user_columns]
-    return [F.col(TS).asc_nulls_first(), F.xxhash64(*cols), F.hash(*cols)]
+    return [F.col(TS), F.xxhash64(*cols), F.hash(*cols)]
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -315,12 +320,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     mode, result, out_schema = walker_schema(pipeline, df.schema, user_columns, json_set)
     side_types = logic.runner.side_types
 
-    order: list = []
-    if order_by is not None:
-        order = [user_col(c) for c in ([order_by] if isinstance(order_by, str)
-                                           else order_by)]
-    else:
-        order = _default_order(df, user_columns)
+    order = arrival_order(user_columns, order_by)
     keys = [user_col(c) for c in logic.key_columns]
     has_state = state is not None
     sort_head: list = []

@@ -71,7 +71,7 @@ from windowlib.engines.spark.bundles import (
     plan_bundles,
 )
 from windowlib.engines.spark.columns import user_col
-from windowlib.engines.spark.general import prepare_input
+from windowlib.engines.spark.general import arrival_order, prepare_input
 from windowlib.engines.spark.native_aggs import AggContext, compile_aggregates
 from windowlib.engines.spark.native_default import (
     bundle_keys,
@@ -250,12 +250,7 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
         *[user_col(c) for c in user_columns], F.lit(TOO_LATE).alias("reason"),
         finite(WP).alias("watermark"), B, SUB)
 
-    if order_by is not None:
-        order = [user_col(c) for c in ([order_by] if isinstance(order_by, str)
-                                           else order_by)]
-    else:
-        cols = [user_col(c) for c in user_columns]
-        order = [F.col(TS), F.xxhash64(*cols), F.hash(*cols)]
+    order = arrival_order(user_columns, order_by)
     slide = getattr(logic.assigner, "slide_ms", size)
     shared = aggregates and prefers_shared_scan(
         shared_scan_setting(df.sparkSession), plan.counts, bundle_keys(stats, plan.arrivals),
