@@ -235,9 +235,9 @@ def arrow_rewrite(spark: Any, files: Sequence[FrameFile], schema: Any, loc: Uri,
     ``loc`` in their order by ONE task whose Python worker reads and writes: no rows through
     the JVM, one worker. Several unioned run as one job, a task each."""
     struct = as_struct(schema)
-    locs = [Uri.parse(f.path) for f in files]
-    if not locs or len({source.scheme for source in locs}) > 1:
-        raise InputError("arrow_rewrite: files of one scheme, at least one", code="URI_INVALID")
+    locs = _one_scheme("arrow_rewrite", [Uri.parse(f.path) for f in files])
+    if not locs:
+        raise InputError("arrow_rewrite: no files to rewrite", code="URI_INVALID")
     read = _make_reader(task_filesystem(spark, locs[0], settings, forward_credentials),
                         _reader_items(locs, files), struct.json(), (), large_var_types(spark))
     write = _make_writer(task_filesystem(spark, loc, settings, forward_credentials),
@@ -330,11 +330,9 @@ def read_frame(spark: Any, source: str | FrameInfo | Sequence[str | FrameFile], 
     else:
         base = None
         recorded = [f if isinstance(f, FrameFile) else FrameFile(f, 0, -1) for f in source]
-    locs = [Uri.parse(f.path) for f in recorded]
+    locs = _one_scheme("read_frame", [Uri.parse(f.path) for f in recorded])
     if not locs:
         return spark.createDataFrame([], struct)
-    if len({loc.scheme for loc in locs}) > 1:
-        raise InputError("read_frame: all files must use one scheme", code="URI_INVALID")
     checked = any(f.sha256 for f in recorded)
     if use_spark_io(spark, locs[0], io) and not checked:
         reader = spark.read.schema(struct)
@@ -386,6 +384,13 @@ def conform(table: Any, target: Any, constants: dict[str, Any] | None = None) ->
         else:
             arrays.append(pa.nulls(table.num_rows, fld.type))
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _one_scheme(what: str, locs: list[Uri]) -> list[Uri]:
+    """``locs``, or ``URI_INVALID`` when they mix schemes (one task filesystem reads them)."""
+    if len({loc.scheme for loc in locs}) > 1:
+        raise InputError(f"{what}: all files must use one scheme", code="URI_INVALID")
+    return locs
 
 
 def _reader_items(locs: Sequence[Uri], files: Sequence[FrameFile]

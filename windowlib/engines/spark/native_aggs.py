@@ -42,7 +42,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from windowlib.core.errors import ExecutionError
 from windowlib.engines.spark.columns import user_col
+from windowlib.engines.spark.errors import task_text
+from windowlib.engines.spark.result_types import is_atomic, sum_type
 
 NATIVE_KINDS = frozenset({"count", "sum", "min", "max", "mean", "first", "last",
                           "approx_count_distinct", "collect_list"})
@@ -108,8 +111,6 @@ class CompiledAggregate:
         """Whether the sum is integral or decimal: exact, or ``AGGREGATE_OVERFLOW``."""
         from pyspark.sql import types as T
 
-        from windowlib.engines.spark.result_types import sum_type
-
         return isinstance(self.input_type, T.DecimalType) \
             or isinstance(sum_type(self.input_type), T.LongType)
 
@@ -134,9 +135,6 @@ class CompiledAggregate:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from windowlib.core.errors import ExecutionError
-        from windowlib.engines.spark.errors import task_text
-
         where = ("Spark's decimal sums (38 digits)" if isinstance(self.input_type, T.DecimalType)
                  else "a 64-bit integer")
         return F.raise_error(F.lit(task_text(ExecutionError(
@@ -152,8 +150,6 @@ class CompiledAggregate:
         that analyses the whole plan). ``tests/spark/test_native_aggs_types.py`` checks each
         against Spark's analysis."""
         from pyspark.sql import types as T
-
-        from windowlib.engines.spark.result_types import is_atomic, sum_type
 
         kind, dtype = self.kind, self.input_type
         if kind == "count":
