@@ -112,7 +112,7 @@ class NativeIncrementalRun:
     ``windows``: one row per window and per late firing or retraction that has an output:
     ``__wl_fires`` (a firing row in the struct ``__wl_firing``: internal values under the
     public names) and/or ``__wl_keeps`` (a state row in the struct ``__wl_state``);
-    ``late``/``rejects`` as in ``NativeRun``; ``processed``: one row per kept element."""
+    ``late``/``rejects`` as in ``NativeRun``; ``processed``: one row, the count of kept elements."""
 
     windows: Any
     state_columns: tuple[str, ...]
@@ -175,7 +175,8 @@ def run_native_incremental(pipeline: Any, df: Any, arrival: str, *, watermark: A
     return NativeIncrementalRun(
         windows=windows, state_columns=state_columns,
         late=inputs.late, rejects=inputs.rejects,
-        processed=inputs.processed.select(F.lit(1).cast("long").alias("processed")),
+        # one row to the writer, not one per element (a Spark count, merged in the job)
+        processed=inputs.processed.agg(F.count(F.lit(1)).alias("processed")),
         plan=inputs.plan, key_columns=logic.key_columns,
         result_columns=tuple(c.name for c in parts.compiled), retracting=logic.retracting,
         element_columns=tuple(inputs.user_columns))
