@@ -308,13 +308,11 @@ def _spark_submit_task(name: str, conn_id: str) -> Any:
         name=f"windowlib-{name}",
         # UTC as windowlib reads and writes timestamps; no per-call Python call-site capture
         # (thousands of JVM round trips while planning a run); a generated-class cache that
-        # holds a run's classes; Python workers on Unix domain sockets (docs/operations.md).
-        # Values as in session.LOCAL_CONF, which a session spark-submit creates does not get
-        # (test_dag_integrity compares them).
+        # holds a run's classes (docs/operations.md). Values as in session.LOCAL_CONF, which
+        # a session spark-submit creates does not get (test_dag_integrity compares them).
         conf={"spark.sql.session.timeZone": "UTC",
               "spark.python.sql.dataFrameDebugging.enabled": "false",
-              "spark.sql.codegen.cache.maxEntries": "400",
-              "spark.python.unix.domain.socket.enabled": "true"},
+              "spark.sql.codegen.cache.maxEntries": "400"},
         application_args=["--pipeline", name, "--root", "{{ " + pull + "['root'] }}",
                           "--first", "{{ " + pull + "['partitions'][0] }}",
                           "--last", "{{ " + pull + "['partitions'][1] }}",

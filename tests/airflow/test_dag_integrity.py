@@ -258,7 +258,7 @@ print(json.dumps({"ids": d.task_ids, "types": [c.__name__ for c in type(run).__m
     from windowlib.engines.spark.session import LOCAL_CONF
 
     for key in ("spark.sql.session.timeZone", "spark.python.sql.dataFrameDebugging.enabled",
-                "spark.sql.codegen.cache.maxEntries", "spark.python.unix.domain.socket.enabled"):
+                "spark.sql.codegen.cache.maxEntries"):
         assert info["conf"][key] == LOCAL_CONF[key], key
 
 

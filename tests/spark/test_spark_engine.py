@@ -254,25 +254,6 @@ def test_local_sessions_are_utc_and_skip_per_call_site_capture(spark):
     assert get_or_create_session() is spark
 
 
-def test_python_workers_of_local_sessions_talk_to_the_jvm_over_unix_domain_sockets(spark):
-    """Over TCP on loopback a Python worker waited ~40 ms for its first input batch in every
-    task (docs/performance.md); windowlib's sessions start their workers on Unix domain
-    sockets. Asked of the workers themselves: PySpark's daemon hands the choice to each."""
-    import pyarrow as pa
-
-    def report(batches):
-        import os
-
-        for _ in batches:
-            pass
-        enabled = os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "unset").lower()
-        yield pa.record_batch({"uds": [enabled]})
-
-    seen = {r["uds"] for r in spark.range(0, 4, 1, 2).mapInArrow(report, "uds string")
-            .collect()}
-    assert seen == {"true"}
-
-
 def test_local_sessions_leave_progress_to_the_cli(spark):
     """Spark's console progress bars ([Stage 3:> (0 + 2) / 2]) wrote over the CLI's rich
     spinner on stderr: windowlib's local sessions turn them off (the CLI shows its own)."""

@@ -8,7 +8,7 @@
 2. the active classic session (a cluster job or a notebook keeps its own configuration);
 3. a new local one: ``local[2]``, no UI and no console progress bars, 4 shuffle partitions,
    adaptive execution on, UTC, Arrow on, PySpark's per-call DataFrame debugging (call-site
-   capture) off, Python workers on Unix domain sockets.
+   capture) off.
 
 In every case the session time zone is forced to UTC, because windowlib reads and writes
 timestamps as UTC. On a cluster master (anything but ``local[...]``, also behind Connect)
@@ -74,11 +74,10 @@ LOCAL_CONF: dict[str, str] = {
     # (a CI run recompiled 28 classes per warm run; with 60 entries, 43). Static: takes effect
     # when the session is created; test JVMs reserve a production-sized code cache for it.
     "spark.sql.codegen.cache.maxEntries": "400",
-    # Python workers talk to their JVM over a Unix domain socket instead of TCP on loopback:
-    # over TCP a worker waited ~40 ms for its first input batch in every task (the socket's
-    # small-write delay meeting the delayed acknowledgement), on the critical path of every
-    # Python task (an hourly run has three in a row). Static: set when the session is created.
-    "spark.python.unix.domain.socket.enabled": "true",
+    # Python workers stay on TCP (the default). On Unix domain sockets a task's worker starts
+    # ~40 ms sooner, but PySpark 4.3's daemon prints a BrokenPipeError traceback to stderr
+    # for every idle worker Spark stops after a minute (docs/performance.md).
+    "spark.python.unix.domain.socket.enabled": "false",
 }
 
 _REMOTE_SESSIONS: dict[str, Any] = {}
