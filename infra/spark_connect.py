@@ -12,7 +12,9 @@ Invariants:
 - The server only listens on the loopback interface.
 - Every session it serves starts with ``spark.sql.session.timeZone=UTC``, small shuffle
   partitions, no UI, and is closed after 3 h without a request; its Python workers run
-  ``python`` (default: this interpreter), so they import the same windowlib as the client.
+  ``python`` (default: this interpreter), so they import the same windowlib as the client,
+  and on a local master they are forked by windowlib's worker daemon on Unix domain sockets
+  (``session.python_worker_conf``).
 - Its working directory and log live in a private temporary directory (``log_path``), removed
   by ``stop()`` unless ``keep_logs=True``; nothing is written into the caller's directory.
 
@@ -37,7 +39,7 @@ from typing import Any
 from infra.logs import log_tail
 from infra.ports import HOST, accepts_connections, free_port
 from windowlib.core.errors import ExecutionError, InputError
-from windowlib.engines.spark.session import LOCAL_CONF
+from windowlib.engines.spark.session import LOCAL_CONF, python_worker_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -132,6 +134,12 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)   # the server runs in its own session: pgid == pid
 
 
+def _worker_conf(master: str, python: str, workdir: Path, env: dict[str, str]) -> dict[str, str]:
+    """Python workers on Unix domain sockets (windowlib's worker daemon) where they run on
+    this machine and their interpreter, started in the server's directory, imports it."""
+    return python_worker_conf(python, workdir, env) if master.startswith("local") else {}
+
+
 def start_connect_server(port: int | None = None, *, master: str = "local[2]",
                          conf: dict[str, str] | None = None, python: str | None = None,
                          timeout_s: float = 180.0, keep_logs: bool = False) -> ConnectServer:
@@ -143,16 +151,18 @@ def start_connect_server(port: int | None = None, *, master: str = "local[2]",
     exits or is not healthy within ``timeout_s``. Call ``stop()`` (or use ``with``) when done.
     """
     port = free_port() if port is None else int(port)
-    cmd = server_command(port, master=master, conf=conf)
-    if not Path(cmd[0]).exists():
-        raise ExecutionError(f"spark-submit not found at {cmd[0]}; is pyspark installed?",
-                             code="CONNECT_SERVER_FAILED")
-    workdir = Path(tempfile.mkdtemp(prefix="windowlib-connect-"))
     python = python or sys.executable
     env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
            "SPARK_LOCAL_IP": HOST, "SPARK_CONNECT_MODE": "0"}
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
         env.pop(name, None)
+    workdir = Path(tempfile.mkdtemp(prefix="windowlib-connect-"))
+    cmd = server_command(port, master=master,
+                         conf={**_worker_conf(master, python, workdir, env), **(conf or {})})
+    if not Path(cmd[0]).exists():
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise ExecutionError(f"spark-submit not found at {cmd[0]}; is pyspark installed?",
+                             code="CONNECT_SERVER_FAILED")
     with open(workdir / "server.log", "wb") as log:
         process = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -197,7 +207,6 @@ def main(argv: list[str] | None = None) -> None:
         if not sep or not key.startswith("spark."):
             parser.error(f"--conf expects spark.KEY=VALUE, got {item!r}")
         conf[key] = value
-    cmd = server_command(args.port, master=args.master, conf=conf)
     workdir = Path(args.workdir) if args.workdir else Path(
         tempfile.mkdtemp(prefix="windowlib-connect-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -206,6 +215,8 @@ def main(argv: list[str] | None = None) -> None:
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
         env.pop(name, None)
+    cmd = server_command(args.port, master=args.master, conf={
+        **_worker_conf(args.master, env["PYSPARK_PYTHON"], workdir, env), **conf})
     print(f"Spark Connect server: sc://{HOST}:{args.port} (workdir {workdir})", flush=True)
     os.chdir(workdir)
     os.execve(cmd[0], cmd, env)

@@ -254,6 +254,28 @@ def test_local_sessions_are_utc_and_skip_per_call_site_capture(spark):
     assert get_or_create_session() is spark
 
 
+def test_python_workers_of_local_sessions_use_unix_sockets_and_windowlibs_daemon(spark):
+    """Over TCP on loopback a Python worker waited ~40 ms for its first input batch in every
+    task (docs/performance.md): windowlib's local sessions fork their workers from
+    ``worker_daemon`` on Unix domain sockets. Asked of the workers themselves."""
+    import pyarrow as pa
+
+    def report(batches):
+        import os
+        import sys
+
+        for _ in batches:
+            pass
+        main = getattr(sys.modules["__main__"], "__spec__", None)
+        yield pa.record_batch({
+            "uds": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "unset").lower()],
+            "daemon": [main.name if main else "unknown"]})
+
+    seen = {tuple(r) for r in spark.range(0, 4, 1, 2)
+            .mapInArrow(report, "uds string, daemon string").collect()}
+    assert seen == {("true", "windowlib.engines.spark.worker_daemon")}
+
+
 def test_local_sessions_leave_progress_to_the_cli(spark):
     """Spark's console progress bars ([Stage 3:> (0 + 2) / 2]) wrote over the CLI's rich
     spinner on stderr: windowlib's local sessions turn them off (the CLI shows its own)."""

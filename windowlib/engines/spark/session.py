@@ -8,7 +8,8 @@
 2. the active classic session (a cluster job or a notebook keeps its own configuration);
 3. a new local one: ``local[2]``, no UI and no console progress bars, 4 shuffle partitions,
    adaptive execution on, UTC, Arrow on, PySpark's per-call DataFrame debugging (call-site
-   capture) off.
+   capture) off, Python workers on Unix domain sockets through windowlib's worker daemon
+   where the workers' interpreter imports it (``python_worker_conf``).
 
 In every case the session time zone is forced to UTC, because windowlib reads and writes
 timestamps as UTC. On a cluster master (anything but ``local[...]``, also behind Connect)
@@ -39,7 +40,10 @@ the server's environment decides (``start_connect_server(python=...)``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -74,10 +78,17 @@ LOCAL_CONF: dict[str, str] = {
     # (a CI run recompiled 28 classes per warm run; with 60 entries, 43). Static: takes effect
     # when the session is created; test JVMs reserve a production-sized code cache for it.
     "spark.sql.codegen.cache.maxEntries": "400",
-    # Python workers stay on TCP (the default). On Unix domain sockets a task's worker starts
-    # ~40 ms sooner, but PySpark 4.3's daemon prints a BrokenPipeError traceback to stderr
-    # for every idle worker Spark stops after a minute (docs/performance.md).
-    "spark.python.unix.domain.socket.enabled": "false",
+}
+
+# Python workers on a Unix domain socket, forked by windowlib's daemon (worker_daemon.py):
+# over TCP on loopback every Python task waited ~40 ms for its first input batch (the JVM's
+# small writes held until the worker's delayed acknowledgement), on the critical path of every
+# hourly run; PySpark's own daemon on these sockets prints a traceback for every idle worker
+# Spark stops. Static settings; ``python_worker_conf`` adds them where the daemon imports.
+WORKER_DAEMON = "windowlib.engines.spark.worker_daemon"
+UNIX_SOCKET_WORKERS: dict[str, str] = {
+    "spark.python.unix.domain.socket.enabled": "true",
+    "spark.python.daemon.module": WORKER_DAEMON,
 }
 
 _REMOTE_SESSIONS: dict[str, Any] = {}
@@ -109,7 +120,10 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {**LOCAL_CONF, **(conf or {})}
-    if not master.startswith("local") and "spark.driver.bindAddress" not in (conf or {}):
+    if master.startswith("local"):
+        settings = {**LOCAL_CONF, **python_worker_conf(os.environ["PYSPARK_PYTHON"]),
+                    **(conf or {})}
+    elif "spark.driver.bindAddress" not in (conf or {}):
         settings.pop("spark.driver.bindAddress")
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -117,6 +131,33 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     _quiet_task_failures(session)
     ship_code(session)
     return session
+
+
+def python_worker_conf(python: str, cwd: str | os.PathLike[str] | None = None,
+                       env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``UNIX_SOCKET_WORKERS`` when the workers' interpreter ``python``, started in ``cwd``
+    with ``env`` (default: this process's), imports windowlib's worker daemon; otherwise
+    nothing (Spark's TCP workers and PySpark's daemon). Only for masters whose workers run on
+    this machine (``local[...]``, a local Connect server). Checked once per interpreter,
+    directory and ``PYTHONPATH`` (one short Python start)."""
+    if not hasattr(socket, "AF_UNIX"):
+        return {}
+    env = dict(os.environ if env is None else env)
+    cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
+    if not _imports(python, WORKER_DAEMON, cwd, env.get("PYTHONPATH", ""), env.get("PATH", "")):
+        return {}
+    return dict(UNIX_SOCKET_WORKERS)
+
+
+@functools.lru_cache(maxsize=16)
+def _imports(python: str, module: str, cwd: str, pythonpath: str, path: str) -> bool:
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PATH": path}
+    try:
+        done = subprocess.run([python, "-c", f"import {module}"], cwd=cwd, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def _quiet_task_failures(session: Any) -> None:
