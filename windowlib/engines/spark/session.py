@@ -107,8 +107,10 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
         return _remote_session(remote, conf)
     from pyspark.sql import SparkSession
 
+    from windowlib.engines.spark.function_lookups import remember_function_lookups
     from windowlib.engines.spark.shipping import ship_code
 
+    remember_function_lookups()
     active = SparkSession.getActiveSession()
     if active is not None:
         if active.conf.get("spark.sql.session.timeZone") != "UTC":
