@@ -25,7 +25,7 @@ from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import timestamp_ms
 from windowlib.engines.base import BundleTimes, EngineRun, Executor, PriorState, TimePolicy
 from windowlib.engines.spark.columns import DEFAULT_MAX_KEY_STATE
-from windowlib.engines.spark.function_lookups import remember_function_lookups
+from windowlib.engines.spark.jvm_lookups import remember_jvm_lookups
 from windowlib.engines.spark.outputs import SparkOutputs
 from windowlib.engines.spark.planner import PATHS
 
@@ -238,7 +238,7 @@ class SparkExecutor(Executor):
     def run(self, pipeline: Pipeline, bundles: FrameBundles, *,
             prior: PriorState | None = None, time: TimePolicy | None = None,
             run_id: str | None = None) -> EngineRun[SparkOutputs]:
-        remember_function_lookups()      # a caller's own classic session too
+        remember_jvm_lookups(bundles.df.sparkSession)     # a caller's own session too
         path, reasons = self.choose(pipeline, bundles.df.schema, prior)
         executor: Executor
         if path == "native":

@@ -107,14 +107,14 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
         return _remote_session(remote, conf)
     from pyspark.sql import SparkSession
 
-    from windowlib.engines.spark.function_lookups import remember_function_lookups
+    from windowlib.engines.spark.jvm_lookups import remember_jvm_lookups
     from windowlib.engines.spark.shipping import ship_code
 
-    remember_function_lookups()
     active = SparkSession.getActiveSession()
     if active is not None:
         if active.conf.get("spark.sql.session.timeZone") != "UTC":
             active.conf.set("spark.sql.session.timeZone", "UTC")
+        remember_jvm_lookups(active)
         ship_code(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -130,6 +130,7 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
+    remember_jvm_lookups(session)
     _quiet_task_failures(session)
     ship_code(session)
     return session

@@ -1,5 +1,6 @@
-"""``function_lookups.remember_function_lookups`` without a JVM: it wraps only the PySpark
-helper it knows, once, and remembers per gateway and name."""
+"""``jvm_lookups.remember_jvm_lookups`` without a JVM: it wraps only the PySpark helper it
+knows, once, and remembers per gateway and name; it pins classes only on a classic session's
+JVM view."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import types
 
 import pytest
 
-from windowlib.engines.spark import function_lookups
+from windowlib.engines.spark import jvm_lookups
 
 pytestmark = pytest.mark.unit
 
@@ -32,7 +33,7 @@ def test_a_lookup_is_asked_once_per_gateway_and_name(builtin, monkeypatch):
         return f"{name}@{sc._gateway}"
 
     monkeypatch.setattr(builtin, "_get_jvm_function", lookup)
-    assert function_lookups.remember_function_lookups()
+    assert jvm_lookups.remember_jvm_lookups()
     remembered = builtin._get_jvm_function
     assert remembered.__wrapped__ is lookup
     first, second = object(), object()
@@ -43,9 +44,9 @@ def test_a_lookup_is_asked_once_per_gateway_and_name(builtin, monkeypatch):
 
 
 def test_wrapping_twice_keeps_one_wrapper(builtin):
-    assert function_lookups.remember_function_lookups()
+    assert jvm_lookups.remember_jvm_lookups()
     once = builtin._get_jvm_function
-    assert function_lookups.remember_function_lookups()
+    assert jvm_lookups.remember_jvm_lookups()
     assert builtin._get_jvm_function is once
 
 
@@ -54,5 +55,5 @@ def test_a_helper_of_another_shape_is_left_alone(builtin, monkeypatch):
         raise AssertionError("never called here")
 
     monkeypatch.setattr(builtin, "_get_jvm_function", other)
-    assert not function_lookups.remember_function_lookups()
+    assert not jvm_lookups.remember_jvm_lookups()
     assert builtin._get_jvm_function is other
