@@ -100,6 +100,36 @@ def test_a_small_run_reads_and_writes_with_one_task_per_core_at_most(spark, tmp_
     assert sum(jobs.tasks[0]) <= 2 + 2 * partitions + cores, jobs.tasks
 
 
+def test_a_small_runs_writer_takes_its_rows_in_large_arrow_batches(spark, tmp_path):
+    """The routed writer handles each Arrow batch at a cost (routes, counts, one Parquet row
+    group per output file); Spark's batches of 10,000 rows made a warm hourly run's writer
+    take ~90k rows in nine rounds. A small run's Python tasks take batches of up to
+    ``SMALL_RUN_ARROW_ROWS``: a state file of 24,000 rows is one row group, not three."""
+    import pyarrow.parquet as pq
+
+    from windowlib.runs.protocol import CommitDetails
+    from windowlib.runs.run_outputs import SMALL_RUN_ARROW_ROWS
+
+    keys = 24_000
+    assert 10_000 < keys <= SMALL_RUN_ARROW_ROWS
+    write_partition(tmp_path / "events", 0, [
+        (f"k{i}", T0 + dt.timedelta(minutes=i % 60), 1) for i in range(keys)])
+    where, value = locations(tmp_path, "batches"), hour_value(0)
+    summary = run_incremental(native_pipeline("clicks_batches"), partitions=(value, value),
+                              spark=spark, path="native",
+                              watermark=wl.BoundedOutOfOrderness("2 hours"), **where)
+    assert summary.status == "published" and summary.state_rows == keys
+    frames = CommitDetails.of(open_checkpoint(native_pipeline("clicks_batches"),
+                                              where["checkpoint"]).latest().extra).frames
+    files = [f["path"] for f in frames["state"]["files"]]
+    rows_and_groups = [(pq.ParquetFile(p.removeprefix("file://")).metadata.num_rows,
+                        pq.ParquetFile(p.removeprefix("file://")).metadata.num_row_groups)
+                       for p in files]
+    assert sum(rows for rows, _ in rows_and_groups) == keys
+    big = [(rows, groups) for rows, groups in rows_and_groups if rows > 10_000]
+    assert big and all(groups == 1 for _, groups in big), rows_and_groups
+
+
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
