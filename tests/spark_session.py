@@ -57,6 +57,26 @@ def spark_examples(ci: int, local: int) -> int:
                or (ci if os.environ.get("CI") else local))
 
 
+def worker_sockets(session) -> set[tuple[str, str]]:
+    """``{(socket, daemon)}`` reported by ``session``'s Python workers themselves: whether
+    they talk to the JVM over a Unix domain socket (``"true"``) and which module forked them."""
+    import pyarrow as pa
+
+    def report(batches):
+        import os
+        import sys
+
+        for _ in batches:
+            pass
+        main = getattr(sys.modules["__main__"], "__spec__", None)
+        yield pa.record_batch({
+            "uds": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "unset").lower()],
+            "daemon": [main.name if main else "unknown"]})
+
+    return {tuple(r) for r in session.range(0, 2, 1, 2)
+            .mapInArrow(report, "uds string, daemon string").collect()}
+
+
 def firings_on_paths(pipeline, df, arrival: str, paths=("panes", "general"),
                      **options) -> dict:
     """``{path: sorted firing tuples (without run_id)}`` of one-shot runs of ``pipeline`` over

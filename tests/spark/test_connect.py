@@ -67,24 +67,10 @@ def test_the_session_is_a_connect_session_on_loopback_with_utc(connect):
 def test_the_servers_python_workers_use_unix_sockets_and_windowlibs_daemon(connect):
     """The server forks its Python workers from windowlib's daemon on Unix domain sockets
     (``session.python_worker_conf``: its workers run this interpreter, which imports it)."""
-    import pyarrow as pa
+    from spark_session import worker_sockets
 
     _, session = connect
-
-    def report(batches):
-        import os
-        import sys
-
-        for _ in batches:
-            pass
-        main = getattr(sys.modules["__main__"], "__spec__", None)
-        yield pa.record_batch({
-            "uds": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "unset").lower()],
-            "daemon": [main.name if main else "unknown"]})
-
-    seen = {tuple(r) for r in session.range(0, 2, 1, 2)
-            .mapInArrow(report, "uds string, daemon string").collect()}
-    assert seen == {("true", "windowlib.engines.spark.worker_daemon")}
+    assert worker_sockets(session) == {("true", "windowlib.engines.spark.worker_daemon")}
 
 
 @pytest.fixture(scope="module")

@@ -258,22 +258,9 @@ def test_python_workers_of_local_sessions_use_unix_sockets_and_windowlibs_daemon
     """Over TCP on loopback a Python worker waited ~40 ms for its first input batch in every
     task (docs/performance.md): windowlib's local sessions fork their workers from
     ``worker_daemon`` on Unix domain sockets. Asked of the workers themselves."""
-    import pyarrow as pa
+    from spark_session import worker_sockets
 
-    def report(batches):
-        import os
-        import sys
-
-        for _ in batches:
-            pass
-        main = getattr(sys.modules["__main__"], "__spec__", None)
-        yield pa.record_batch({
-            "uds": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "unset").lower()],
-            "daemon": [main.name if main else "unknown"]})
-
-    seen = {tuple(r) for r in spark.range(0, 4, 1, 2)
-            .mapInArrow(report, "uds string, daemon string").collect()}
-    assert seen == {("true", "windowlib.engines.spark.worker_daemon")}
+    assert worker_sockets(spark) == {("true", "windowlib.engines.spark.worker_daemon")}
 
 
 def test_building_columns_asks_the_jvm_nothing_it_answered_before(spark, monkeypatch):
