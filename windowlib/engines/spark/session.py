@@ -121,11 +121,10 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {**LOCAL_CONF, **(conf or {})}
-    if master.startswith("local"):
-        settings = {**LOCAL_CONF, **python_worker_conf(os.environ["PYSPARK_PYTHON"]),
-                    **(conf or {})}
-    elif "spark.driver.bindAddress" not in (conf or {}):
+    local = master.startswith("local")       # its workers run here, from PYSPARK_PYTHON
+    workers = python_worker_conf(os.environ["PYSPARK_PYTHON"]) if local else {}
+    settings = {**LOCAL_CONF, **workers, **(conf or {})}
+    if not local and "spark.driver.bindAddress" not in (conf or {}):
         settings.pop("spark.driver.bindAddress")
     for key, value in settings.items():
         builder = builder.config(key, value)
