@@ -134,12 +134,6 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)   # the server runs in its own session: pgid == pid
 
 
-def _worker_conf(master: str, python: str, workdir: Path, env: dict[str, str]) -> dict[str, str]:
-    """Python workers on Unix domain sockets (windowlib's worker daemon) where they run on
-    this machine and their interpreter, started in the server's directory, imports it."""
-    return python_worker_conf(python, workdir, env) if master.startswith("local") else {}
-
-
 def start_connect_server(port: int | None = None, *, master: str = "local[2]",
                          conf: dict[str, str] | None = None, python: str | None = None,
                          timeout_s: float = 180.0, keep_logs: bool = False) -> ConnectServer:
@@ -158,7 +152,7 @@ def start_connect_server(port: int | None = None, *, master: str = "local[2]",
         env.pop(name, None)
     workdir = Path(tempfile.mkdtemp(prefix="windowlib-connect-"))
     cmd = server_command(port, master=master,
-                         conf={**_worker_conf(master, python, workdir, env), **(conf or {})})
+                         conf={**python_worker_conf(master, python, workdir, env), **(conf or {})})
     if not Path(cmd[0]).exists():
         shutil.rmtree(workdir, ignore_errors=True)
         raise ExecutionError(f"spark-submit not found at {cmd[0]}; is pyspark installed?",
@@ -216,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
         env.pop(name, None)
     cmd = server_command(args.port, master=args.master, conf={
-        **_worker_conf(args.master, env["PYSPARK_PYTHON"], workdir, env), **conf})
+        **python_worker_conf(args.master, env["PYSPARK_PYTHON"], workdir, env), **conf})
     print(f"Spark Connect server: sc://{HOST}:{args.port} (workdir {workdir})", flush=True)
     os.chdir(workdir)
     os.execve(cmd[0], cmd, env)

@@ -66,7 +66,7 @@ def test_the_daemon_imports_nothing_that_starts_threads_before_forking():
 
 
 def test_workers_use_the_daemon_where_their_interpreter_imports_it(tmp_path):
-    assert python_worker_conf(sys.executable, cwd=tmp_path) == UNIX_SOCKET_WORKERS
+    assert python_worker_conf("local[2]", sys.executable, cwd=tmp_path) == UNIX_SOCKET_WORKERS
     assert UNIX_SOCKET_WORKERS["spark.python.daemon.module"] == WORKER_DAEMON
 
 
@@ -76,9 +76,14 @@ def test_workers_stay_on_tcp_where_their_interpreter_cannot_import_it(tmp_path):
     without_windowlib = {**os.environ, "PYTHONPATH": str(tmp_path)}
     system = shutil.which("python3", path="/usr/bin")
     if system:                              # windowlib is installed in the venv only
-        assert python_worker_conf(system, cwd=tmp_path, env=without_windowlib) == {}
-    assert python_worker_conf(str(tmp_path / "missing-python"), cwd=tmp_path) == {}
+        assert python_worker_conf("local[2]", system, cwd=tmp_path, env=without_windowlib) == {}
+    assert python_worker_conf("local[2]", str(tmp_path / "missing-python"), cwd=tmp_path) == {}
     failing = tmp_path / "python"
     failing.write_text("#!/bin/sh\nexit 1\n")
     failing.chmod(0o755)
-    assert python_worker_conf(str(failing), cwd=tmp_path) == {}
+    assert python_worker_conf("local[2]", str(failing), cwd=tmp_path) == {}
+
+
+def test_workers_of_a_cluster_master_stay_on_tcp(tmp_path):
+    """A cluster's workers run elsewhere: the daemon may not be importable there."""
+    assert python_worker_conf("spark://127.0.0.1:7077", sys.executable, cwd=tmp_path) == {}

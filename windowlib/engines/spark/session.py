@@ -121,10 +121,9 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
-    local = master.startswith("local")       # its workers run here, from PYSPARK_PYTHON
-    workers = python_worker_conf(os.environ["PYSPARK_PYTHON"]) if local else {}
-    settings = {**LOCAL_CONF, **workers, **(conf or {})}
-    if not local and "spark.driver.bindAddress" not in (conf or {}):
+    settings = {**LOCAL_CONF, **python_worker_conf(master, os.environ["PYSPARK_PYTHON"]),
+                **(conf or {})}
+    if not master.startswith("local") and "spark.driver.bindAddress" not in (conf or {}):
         settings.pop("spark.driver.bindAddress")
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -135,16 +134,17 @@ def get_or_create_session(master: str = "local[2]", app_name: str = "windowlib",
     return session
 
 
-def python_worker_conf(python: str, cwd: str | os.PathLike[str] | None = None,
+def python_worker_conf(master: str, python: str, cwd: str | os.PathLike[str] | None = None,
                        env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``UNIX_SOCKET_WORKERS`` when the workers' interpreter ``python``, started in ``cwd``
-    with ``env`` (default: this process's), imports windowlib's worker daemon; otherwise
-    nothing (Spark's TCP workers and PySpark's daemon). Only for masters whose workers run on
-    this machine (``local[...]``, a local Connect server). Checked once per interpreter,
-    directory and ``PYTHONPATH`` (one short Python start)."""
-    if not hasattr(socket, "AF_UNIX"):
+    """``UNIX_SOCKET_WORKERS`` when ``master``'s Python workers run on this machine
+    (``local[...]``) and their interpreter ``python``, started in ``cwd`` with ``env``
+    (default: this process's), imports windowlib's worker daemon; otherwise nothing (Spark's
+    TCP workers and PySpark's daemon: on a cluster the daemon starts before shipped code is on
+    its path). Checked once per interpreter, directory and ``PYTHONPATH`` (one short Python
+    start)."""
+    if not master.startswith("local") or not hasattr(socket, "AF_UNIX"):
         return {}
-    env = dict(os.environ if env is None else env)
+    env = os.environ if env is None else env
     cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
     if not _imports(python, WORKER_DAEMON, cwd, env.get("PYTHONPATH", ""), env.get("PATH", "")):
         return {}
