@@ -162,6 +162,27 @@ def test_pipeline_run_over_connect_returns_the_three_dataframes(connect):
     result.unpersist()
 
 
+class Sizes(wl.ProcessWindowFunction):
+    result_schema = "n long"
+
+    def process(self, key, context, elements):
+        yield {"n": len(elements)}
+
+
+def test_a_one_shot_pane_run_over_connect_keeps_its_walker_output_in_the_cache(connect):
+    """The server may run elsewhere, so the walker's output is not written as files on
+    this machine (``walker_files.py``): Spark's cache holds it, and the outputs read it."""
+    _, session = connect
+    p = (wl.Pipeline("connect_panes", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(10)).process(Sizes()))
+    df = session.createDataFrame([("a", 1, 0), ("a", 2, 0), ("b", 15, 0)],
+                                 "key string, ts long, hour int")
+    result = p.run(df, arrival="hour", finalize=True)
+    assert result.path == "panes" and result.run.detail.files is None
+    assert sorted((r["key"], r["n"]) for r in result.firings.collect()) == [("a", 2), ("b", 1)]
+    result.unpersist()
+
+
 class ClaimsTiming(wl.ProcessWindowFunction):
     """Yields a reserved metadata column: the worker raises RESULT_COLUMN_CONFLICT."""
 

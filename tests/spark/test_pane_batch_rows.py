@@ -104,7 +104,9 @@ def test_the_pane_walker_lets_go_of_input_batches_no_pane_holds(spark, monkeypat
     monkeypatch.setattr(panes_module, "map_in_arrow", capture)
     p = PIPELINES["tumbling, discarding"](
         wl.Pipeline("seen", timestamp="ts").key_by("key")).process_panes(ElementsSeen())
-    run_dataframe(p, _frame(spark), "hour", finalize=True, path="panes").unpersist()
+    # the walker's function as map_in_arrow gets it (its output persisted, not written)
+    with scoped_conf(spark, {"spark.windowlib.walkerOutput": "cache"}):
+        run_dataframe(p, _frame(spark), "hour", finalize=True, path="panes").unpersist()
     rows, walk = captured[0]
     batches = rows.toArrow().to_batches(max_chunksize=10)
     assert len(batches) > 100

@@ -2,8 +2,9 @@
 (element, window) rows to the walker, which writes them as tagged rows
 (``native_windows.kept_and_passed``, ``pane_records.PaneWalkBase.pass_through``).
 
-- The ``late`` and ``rejects`` outputs of a pane run read the persisted walker output, not the
-  input again, and equal the general path's (schema and rows): an element too late for
+- The ``late`` and ``rejects`` outputs of a pane run read the walker's output (its files, or
+  the persisted frame with ``spark.windowlib.walkerOutput=cache``), not the input again, and
+  equal the general path's (schema and rows): an element too late for
   every window, one late for one of its sliding windows only (kept, not late), a null event
   time and a missing key.
 - That holds for the per-element walk (a ``ProcessWindowFunction``), the NumPy firings of a
@@ -60,8 +61,28 @@ def _rows(frame) -> list:
     return sorted((tuple(r) for r in frame.collect()), key=repr)
 
 
+def _reads_only_the_walker_output(frame, detail) -> None:
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    if detail.files is not None:      # one scan, of the walker's files
+        assert plan.count("FileScan") == 1, plan
+        assert frame.inputFiles() and all(detail.files.directory in f
+                                          for f in frame.inputFiles()), frame.inputFiles()
+        return
+    # above the cached walker output (whose own plan is printed below it): no scan
+    above_cache = plan.split("InMemoryRelation")[0]
+    assert "InMemoryTableScan" in above_cache and "FileScan" not in above_cache, plan
+
+
+@pytest.fixture(params=["files", "cache"])
+def walker_output(request, spark):
+    spark.conf.set("spark.windowlib.walkerOutput", request.param)
+    yield request.param
+    spark.conf.unset("spark.windowlib.walkerOutput")
+
+
 @pytest.mark.parametrize("name", list(_pipelines()))
-def test_late_and_rejects_come_from_the_walkers_single_pass(spark, tmp_path, name):
+def test_late_and_rejects_come_from_the_walkers_single_pass(spark, tmp_path, name,
+                                                            walker_output):
     path = str(tmp_path / "events")
     spark.createDataFrame(ROWS, "key string, ts long, value long, hour int") \
         .write.partitionBy("hour").parquet(path)
@@ -72,14 +93,12 @@ def test_late_and_rejects_come_from_the_walkers_single_pass(spark, tmp_path, nam
     general = run_dataframe(p, df, "hour", watermark=wl.BoundedOutOfOrderness(0),
                             finalize=True, path="general")
     assert pane.path == "panes" and general.path == "general"
+    assert (pane.run.detail.files is not None) == (walker_output == "files")
     for output in ("late", "rejects"):
         got, want = getattr(pane, output), getattr(general, output)
         assert got.schema == want.schema, output
         assert _rows(got) == _rows(want), output
-        # above the cached walker output (whose own plan is printed below it): no scan
-        plan = got._jdf.queryExecution().executedPlan().toString()
-        above_cache = plan.split("InMemoryRelation")[0]
-        assert "InMemoryTableScan" in above_cache and "FileScan" not in above_cache, plan
+        _reads_only_the_walker_output(got, pane.run.detail)
     reasons = sorted(r["reason"] for r in pane.rejects.collect())
     assert reasons == ["missing_key", "null_timestamp"]
     late = [(r["key"], r["ts"]) for r in pane.late.collect()]

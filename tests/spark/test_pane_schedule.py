@@ -23,6 +23,8 @@ from windowlib.engines.spark import pane_schedule, run_dataframe
 from windowlib.engines.spark import panes as panes_module
 from windowlib.engines.spark.columns import KIND
 from windowlib.engines.spark.pane_walker import PaneWalker
+from windowlib.engines.spark.session import scoped_conf
+from windowlib.engines.spark.walker_files import WALKER_OUTPUT_CONF
 
 pytestmark = pytest.mark.spark
 ship_by_value(sys.modules[__name__])
@@ -135,7 +137,8 @@ def _captured(spark, monkeypatch, shape: str, seed: int, finalize: bool,
         captured.append((rows, fn))
         return original(rows, fn, schema)
 
-    with monkeypatch.context() as m:
+    # the walker's function as map_in_arrow gets it (its output persisted, not written)
+    with monkeypatch.context() as m, scoped_conf(spark, {WALKER_OUTPUT_CONF: "cache"}):
         m.setattr(panes_module, "map_in_arrow", capture)
         df = spark.createDataFrame(_rows(seed), "key string, ts long, value long, hour int")
         result = run_dataframe(p, df, "hour", finalize=finalize, path="panes")

@@ -74,11 +74,13 @@ def test_a_session_with_an_element_less_than_two_ms_ahead_of_its_watermark_is_wa
     assert walked == [("a", 0), ("a", 10), ("c", 0), ("c", 9)]
 
 
-def test_a_split_sessions_run_is_computed_by_one_count(spark, monkeypatch):
-    """``run_dataframe`` computes a run's persisted frames before it returns (a failing user
-    function surfaces there). Counting the walker's output computes the marked rows it reads
-    too: they are not counted again (one job less), and both frames are fully cached when
-    the run returns."""
+@pytest.mark.parametrize("walker_output", ["files", "cache"])
+def test_a_split_sessions_run_is_computed_by_one_job(spark, monkeypatch, walker_output):
+    """``run_dataframe`` computes a run's frames before it returns (a failing user function
+    surfaces there). Writing the walker's output as files, or counting it when persisted,
+    computes the marked rows it reads too: they are not counted again (one job less), and
+    the marked rows are fully cached when the run returns (the walker's output too, when
+    persisted)."""
     from windowlib.engines.spark import run_dataframe
 
     rows = [(k, ts, 1, ts // 50) for k in "abcd" for ts in range(0, 200, 7)]
@@ -87,16 +89,23 @@ def test_a_split_sessions_run_is_computed_by_one_count(spark, monkeypatch):
     counted, count = [], type(df).count
     monkeypatch.setattr(type(df), "count", lambda self: counted.append(self) or count(self))
     before = {rdd.id() for rdd in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
-    result = run_dataframe(_sessions(gap=10, lateness=100), df, "hour",
-                           watermark=wl.MonotonousTimestamps(), finalize=True)
+    spark.conf.set("spark.windowlib.walkerOutput", walker_output)
+    try:
+        result = run_dataframe(_sessions(gap=10, lateness=100), df, "hour",
+                               watermark=wl.MonotonousTimestamps(), finalize=True)
+    finally:
+        spark.conf.unset("spark.windowlib.walkerOutput")
     try:
         detail = result.run.detail
-        assert len(detail.cached) == 2
-        assert len(counted) == 1 and counted[0] is detail.cached[0]     # the walker's output
+        persisted = walker_output == "cache"
+        assert (detail.files is None) == persisted
+        assert len(detail.cached) == (2 if persisted else 1)      # (the marked rows last)
+        # the walker's output counted when persisted; nothing counted when written
+        assert counted == ([detail.cached[0]] if persisted else [])
         assert detail.walked.count() > 0          # some sessions were walked
         stored = [rdd for rdd in spark.sparkContext._jsc.sc().getRDDStorageInfo()
                   if rdd.id() not in before]
-        assert len(stored) == 2
+        assert len(stored) == len(detail.cached)
         assert all(rdd.numCachedPartitions() == rdd.numPartitions() for rdd in stored)
         assert result.firings.count() > 0
     finally:

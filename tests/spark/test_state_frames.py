@@ -189,10 +189,10 @@ def test_corrupt_state_of_a_key_with_work_fails_with_a_code(spark, tmp_path):
     for column, value, code in (("state", F.lit("{truncated"), "CHECKPOINT_CORRUPT"),
                                 ("format_version", F.lit(99), "CHECKPOINT_FORMAT_UNSUPPORTED")):
         bad = state.withColumn(column, value.cast(state.schema[column].dataType))
-        second = run(spark, pipeline, rows, times, [1], state=bad, clock=clock_after(first))
         with pytest.raises(StateError) as info:
-            try:
-                second.tagged.count()
+            try:       # the walk runs when its output is written (or the cache counted)
+                run(spark, pipeline, rows, times, [1], state=bad,
+                    clock=clock_after(first)).tagged.count()
             except Exception as exc:  # Spark task failure carrying the windowlib error
                 reraise(exc)
         assert info.value.code == code

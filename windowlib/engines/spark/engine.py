@@ -9,9 +9,12 @@ path's firings with a Python ``process``/``apply`` function called once per firi
 ``run_dataframe(path="native"|"panes"|"general")`` forces one.
 
 Outputs (SPEC §7), the same schema on every path. General and pane paths: the Python pass is
-computed once (its tagged output is persisted, so reading ``firings``, ``late`` and ``rejects``
-does not recompute the input; call ``result.unpersist()`` when done). Native path: three lazy
-DataFrames (nothing persisted; ``unpersist()`` is a no-op):
+computed once, inside ``run_dataframe``, and ``firings``, ``late`` and ``rejects`` read its
+output without recomputing the input: on a local master its Python tasks write it as Parquet
+files (``walker_files.py``), elsewhere (a cluster, Spark Connect) it is persisted. Call
+``result.unpersist()`` when done: it deletes the files (the DataFrames cannot be read after
+it) or releases the cache. Native path: three lazy DataFrames (nothing persisted;
+``unpersist()`` is a no-op):
 
 - ``firings``: key columns, ``window_start``/``window_end`` (TimestampType, null for global
   windows), ``pane_index``, ``timing`` (EARLY/ON_TIME/LATE), ``is_final``, ``retract`` (in
@@ -28,7 +31,7 @@ DataFrames (nothing persisted; ``unpersist()`` is a no-op):
 
 Errors raised inside Spark tasks (a user function failing: ``FUNCTION_FAILED`` naming the
 function, key and window; ``KEY_STATE_LIMIT``) reach the caller as the windowlib error itself:
-the general path computes its one cached pass inside ``run_dataframe`` and turns a task
+the general and pane paths compute their one pass inside ``run_dataframe`` and turn a task
 failure back into the windowlib class (``errors.reraise``).
 """
 
@@ -90,8 +93,9 @@ class SparkRunResult:
         return self.run.outputs.side_output(tag.name if isinstance(tag, OutputTag) else tag)
 
     def unpersist(self) -> None:
-        """Release the cached tagged output the DataFrames are read from (general path; the
-        native path caches nothing)."""
+        """Release the walker output the DataFrames are read from (general and pane paths:
+        its files are deleted, after which the DataFrames cannot be read, or its cache
+        released; the native path keeps nothing)."""
         self.run.outputs.unpersist()
 
 

@@ -103,6 +103,7 @@ from windowlib.engines.spark.result_types import (
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
 from windowlib.engines.spark.walk_values import WalkConfig
 from windowlib.engines.spark.walker import make_walker
+from windowlib.engines.spark.walker_files import WalkerFiles, write_walker_output
 
 # re-exported: the native path, the engine and the test harness import these from here
 __all__ = ["ABSENT", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "KIND", "PHASE", "PHASE_ELEMENTS",
@@ -115,7 +116,7 @@ __all__ = ["ABSENT", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "KIND", "PHASE", "PHASE
 class GeneralRun:
     """What ``run_general`` returns: the tagged output and what it was computed from."""
 
-    tagged: Any              # DataFrame (persisted); see the module docstring
+    tagged: Any              # DataFrame (files or persisted: ``walker_files.py``)
     plan: BundlePlan
     key_columns: tuple[str, ...]
     result_columns: tuple[str, ...]   # typed result columns ("result_json" for JSON mode)
@@ -125,6 +126,7 @@ class GeneralRun:
     emit_state: bool = False
     persisted: bool = False
     typed_tags: tuple[str, ...] = ()  # side outputs with a declared schema
+    files: WalkerFiles | None = None  # the walker's output as files (``walker_files.py``)
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """The run's outputs (``outputs.py``): one part over the tagged frame, routed by its
@@ -144,7 +146,8 @@ class GeneralRun:
         columns["stats"] = [("processed", F.col(SIZE))]
         return SparkOutputs(names, [OutputPart(self.tagged, part.route, columns)],
                             state_kind=STATE_KIND,
-                            cached=[self.tagged] if self.persisted else [])
+                            cached=[self.tagged] if self.persisted else [],
+                            files=[self.files] if self.files is not None else [])
 
 
 def tagged_part(tagged: Any, names: OutputColumns, run_id: str | None,
@@ -365,13 +368,21 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
         out_schema_json=out_schema.json(), large_types=large,
         has_state=has_state, emit_state=emit_state,
         initial_processing_time=clock.processing_time)
-    tagged = map_in_arrow(arranged, make_walker(config), out_schema)
-    if persist:
-        tagged = tagged.persist()
+    walker = make_walker(config)
+    # a one-shot run's output is read several times: written once as files (the walk runs
+    # now), else persisted
+    files = write_walker_output(arranged, walker, out_schema, large) if persist else None
+    if files is not None:
+        tagged = files.frame
+    else:
+        tagged = map_in_arrow(arranged, walker, out_schema)
+        if persist:
+            tagged = tagged.persist()
     return GeneralRun(tagged=tagged, plan=plan, key_columns=logic.key_columns,
                       result_columns=tuple(f.name for f in result), result_mode=mode,
                       retracting=logic.retracting, element_columns=tuple(user_columns),
-                      emit_state=emit_state, persisted=persist, typed_tags=tuple(side_types))
+                      emit_state=emit_state, persisted=persist and files is None,
+                      typed_tags=tuple(side_types), files=files)
 
 
 def shuffle_partitions(df: Any) -> int | None:

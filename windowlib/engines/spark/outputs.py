@@ -132,6 +132,7 @@ class SparkOutputs:
     state_kind: str | None = None
     cached: list[Any] = field(default_factory=list)
     compute: list[Any] | None = None
+    files: list[Any] = field(default_factory=list)   # ``walker_files.WalkerFiles`` read here
 
     def to_compute(self) -> list[Any]:
         """The cached frames to count so that every cached frame is computed."""
@@ -158,5 +159,9 @@ class SparkOutputs:
         return side_values(self.frame("side_outputs"), tag)
 
     def unpersist(self) -> None:
+        """Release what the outputs are read from: the persisted frames and the written
+        files (after which the outputs cannot be read)."""
         for frame in self.cached:
             frame.unpersist()
+        for written in self.files:
+            written.release()

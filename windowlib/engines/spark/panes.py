@@ -34,14 +34,15 @@ merges, judges lateness on the merged window (its late elements are tagged rows,
 ``PaneRun.in_tagged``) and fires. With a declarative aggregate the rows are split first
 (``session_sql.py``): the sessions every element of which was at least 2 ms ahead of the
 watermark it met are aggregated in Spark SQL (one ON_TIME firing each, as tagged rows), only
-the others are walked; the marked rows are persisted then, the walker's output too, and the
-SQL firings read the marked rows lazily.
+the others are walked; the marked rows are persisted then (the walker's output is kept as
+below), and the SQL firings read the marked rows lazily.
 
 Cost: the native path's row-level SQL (one scan of the input) and one shuffle and sort of
 the (element, window) rows (and the rejected and late rows) by key — the general path's plan —
 then a few integer operations per element and Python per firing (the general path runs the
-core's trigger and timer machinery per element). Like the general path the tagged output is
-persisted, so reading several outputs does not recompute the run.
+core's trigger and timer machinery per element). Like the general path's, a one-shot run's
+tagged output is kept (``walker_files.py``: files its Python tasks write, or persisted), so
+reading several outputs does not recompute the run.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ from windowlib.engines.spark.session_sql import split_sessions
 from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
 from windowlib.engines.spark.walk_values import WalkConfig
 from windowlib.engines.spark.walker import make_walker
+from windowlib.engines.spark.walker_files import WalkerFiles, write_walker_output
 
 __all__ = ["PaneRun", "run_panes"]
 
@@ -116,6 +118,7 @@ class PaneRun:
     in_tagged: tuple[str, ...] = ("late", "rejects")
     walked: Any = None     # the rows the walker takes (sessions in two parts: session_sql.py)
     cached: list = field(default_factory=list)     # the persisted frames (``persist``)
+    files: WalkerFiles | None = None     # the walker's output as files (``walker_files.py``)
 
     def outputs(self, run_id: str | None) -> SparkOutputs:
         """Firings and side outputs from the tagged rows, late and rejects from the tagged
@@ -133,9 +136,11 @@ class PaneRun:
             if output not in self.in_tagged:
                 parts.append(OutputPart(frame, output,
                                         {output: render(names, output, value, run_id)}))
-        # counting the walker's output (first) computes the marked rows it reads too
+        # counting the walker's output (first) computes the marked rows it reads too; written
+        # as files, it was computed with them
         return SparkOutputs(names, parts, cached=list(self.cached),
-                            compute=list(self.cached[:1]))
+                            compute=[] if self.files is not None else list(self.cached[:1]),
+                            files=[self.files] if self.files is not None else [])
 
 
 def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
@@ -205,10 +210,17 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
             discarding=not parts.accumulating), SessionWalker)
     else:
         walker = make_walker(_pane_config(config, parts, logic), PaneWalker)
-    tagged = map_in_arrow(rows, walker, out_schema)
-    if persist:
-        tagged = tagged.persist()
-    cached.insert(0, tagged)     # first: counting it runs the walker (errors surface there)
+    # a one-shot run's output is read several times: written once as files (the walk runs
+    # now), else persisted (counting it first runs the walker: errors surface there)
+    files = write_walker_output(rows, walker, out_schema, config.large_types) \
+        if persist else None
+    if files is not None:
+        tagged = files.frame
+    else:
+        tagged = map_in_arrow(rows, walker, out_schema)
+        if persist:
+            tagged = tagged.persist()
+        cached.insert(0, tagged)
     if sql_firings is not None:     # the SQL part reads the persisted marked rows
         tagged = sql_firings.unionByName(tagged)
     return PaneRun(tagged=tagged, late=inputs.late, rejects=inputs.rejects, plan=plan,
@@ -217,7 +229,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                    element_columns=tuple(user_columns), typed_tags=tuple(side_types),
                    persisted=persist, walked=rows,
                    in_tagged=("late",) if sessions else ("late", "rejects"),
-                   cached=cached if persist else [])
+                   cached=cached if persist else [], files=files)
 
 
 def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:
