@@ -7,7 +7,7 @@ sampling profiler, recording CPU samples every 10 ms, started from Python throug
 agent, no restart) of the driver JVM,
 which in ``local[*]`` runs the tasks too. Each run is timed as ``pane_stages.py`` times it
 (``run_dataframe`` and a ``noop`` write of the tagged, ``late`` and ``rejects`` outputs,
-the persisted output released after the run). Prints, over all sampled Java threads, the
+the kept output released after the run). Prints, over all sampled Java threads, the
 share of samples per kind of work (the first matching frame from the top of each stack: the
 sort, Arrow both ways, the in-memory cache, projections, shuffle, Parquet) and the leaf
 methods of the rest. Python's own time is not in these samples (``walker_replay.py``

@@ -4,12 +4,13 @@ Over the clickstream of ``clickstream.py`` (the same data and pipelines as
 ``spark_general_path.py``), ``--repeat`` times: hand SQL (``groupBy(key, window(ts, '5
 minutes')).agg(sum, count)``), then a pane-path run split into its stages, each timed:
 
-- ``run``: ``run_dataframe`` (planning, then the walker's pass into the persisted output);
+- ``run``: ``run_dataframe`` (planning, then the walker's pass into its kept output: Parquet
+  files its tasks write on a local master, else the persisted frame);
 - ``tagged``, ``late``, ``rejects``: a ``noop`` write of the walker output and of the two
-  element outputs (``late`` and ``rejects`` read the persisted output: one input scan in all).
+  element outputs (``late`` and ``rejects`` read the kept output: one input scan in all).
 
-Prints the medians and ``total / hand SQL``. The persisted output is released after every run,
-so no run reads another's cache.
+Prints the medians and ``total / hand SQL``. The kept output is released after every run, so
+no run reads another's.
 
     .venv/bin/python benchmarks/pane_stages.py [--case python_batch|python] [--repeat 5]
         [--events N] [--keys K] [--data DIR]

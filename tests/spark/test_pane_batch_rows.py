@@ -12,9 +12,10 @@ from spark_session import firings_on_paths, ship_by_value
 
 import windowlib as wl
 from windowlib.engines.spark import pane_batches, pane_schedule, run_dataframe
-from windowlib.engines.spark import panes as panes_module
+from windowlib.engines.spark import walker_files as walker_files_module
 from windowlib.engines.spark.pane_walker import PaneWalker
 from windowlib.engines.spark.session import scoped_conf
+from windowlib.engines.spark.walker_files import WALKER_OUTPUT_CONF
 
 pytestmark = pytest.mark.spark
 ship_by_value(sys.modules[__name__])
@@ -100,12 +101,12 @@ def test_the_pane_walker_lets_go_of_input_batches_no_pane_holds(spark, monkeypat
         captured.append((rows, fn))
         return original(rows, fn, schema)
 
-    original = panes_module.map_in_arrow
-    monkeypatch.setattr(panes_module, "map_in_arrow", capture)
+    original = walker_files_module.map_in_arrow
+    monkeypatch.setattr(walker_files_module, "map_in_arrow", capture)
     p = PIPELINES["tumbling, discarding"](
         wl.Pipeline("seen", timestamp="ts").key_by("key")).process_panes(ElementsSeen())
     # the walker's function as map_in_arrow gets it (its output persisted, not written)
-    with scoped_conf(spark, {"spark.windowlib.walkerOutput": "cache"}):
+    with scoped_conf(spark, {WALKER_OUTPUT_CONF: "cache"}):
         run_dataframe(p, _frame(spark), "hour", finalize=True, path="panes").unpersist()
     rows, walk = captured[0]
     batches = rows.toArrow().to_batches(max_chunksize=10)

@@ -20,7 +20,7 @@ from test_pane_batch_rows import ElementsSeen
 
 import windowlib as wl
 from windowlib.engines.spark import pane_schedule, run_dataframe
-from windowlib.engines.spark import panes as panes_module
+from windowlib.engines.spark import walker_files as walker_files_module
 from windowlib.engines.spark.columns import KIND
 from windowlib.engines.spark.pane_walker import PaneWalker
 from windowlib.engines.spark.session import scoped_conf
@@ -131,7 +131,7 @@ def _captured(spark, monkeypatch, shape: str, seed: int, finalize: bool,
         p = p.trigger(trigger)
     p = FUNCTIONS[function](p.allowed_lateness(lateness))
     captured = []
-    original = panes_module.map_in_arrow
+    original = walker_files_module.map_in_arrow
 
     def capture(rows, fn, schema):
         captured.append((rows, fn))
@@ -139,7 +139,7 @@ def _captured(spark, monkeypatch, shape: str, seed: int, finalize: bool,
 
     # the walker's function as map_in_arrow gets it (its output persisted, not written)
     with monkeypatch.context() as m, scoped_conf(spark, {WALKER_OUTPUT_CONF: "cache"}):
-        m.setattr(panes_module, "map_in_arrow", capture)
+        m.setattr(walker_files_module, "map_in_arrow", capture)
         df = spark.createDataFrame(_rows(seed), "key string, ts long, value long, hour int")
         result = run_dataframe(p, df, "hour", finalize=finalize, path="panes")
         result.unpersist()

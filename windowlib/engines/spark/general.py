@@ -91,7 +91,6 @@ from windowlib.engines.spark.columns import (
     VALUE,
     B,
     N,
-    map_in_arrow,
     user_col,
 )
 from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
@@ -103,7 +102,7 @@ from windowlib.engines.spark.result_types import (
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
 from windowlib.engines.spark.walk_values import WalkConfig
 from windowlib.engines.spark.walker import make_walker
-from windowlib.engines.spark.walker_files import WalkerFiles, write_walker_output
+from windowlib.engines.spark.walker_files import WalkerFiles, walker_output
 
 # re-exported: the native path, the engine and the test harness import these from here
 __all__ = ["ABSENT", "DEFAULT_MAX_KEY_STATE", "ELEMENT", "KIND", "PHASE", "PHASE_ELEMENTS",
@@ -368,16 +367,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
         out_schema_json=out_schema.json(), large_types=large,
         has_state=has_state, emit_state=emit_state,
         initial_processing_time=clock.processing_time)
-    walker = make_walker(config)
-    # a one-shot run's output is read several times: written once as files (the walk runs
-    # now), else persisted
-    files = write_walker_output(arranged, walker, out_schema, large) if persist else None
-    if files is not None:
-        tagged = files.frame
-    else:
-        tagged = map_in_arrow(arranged, walker, out_schema)
-        if persist:
-            tagged = tagged.persist()
+    tagged, files = walker_output(arranged, make_walker(config), out_schema, large, persist)
     return GeneralRun(tagged=tagged, plan=plan, key_columns=logic.key_columns,
                       result_columns=tuple(f.name for f in result), result_mode=mode,
                       retracting=logic.retracting, element_columns=tuple(user_columns),

@@ -71,7 +71,6 @@ from windowlib.engines.spark.columns import (
     DEFAULT_MAX_KEY_STATE,
     SUB,
     B,
-    map_in_arrow,
     user_col,
 )
 from windowlib.engines.spark.general import (
@@ -91,7 +90,7 @@ from windowlib.engines.spark.session_sql import split_sessions
 from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
 from windowlib.engines.spark.walk_values import WalkConfig
 from windowlib.engines.spark.walker import make_walker
-from windowlib.engines.spark.walker_files import WalkerFiles, write_walker_output
+from windowlib.engines.spark.walker_files import WalkerFiles, walker_output
 
 __all__ = ["PaneRun", "run_panes"]
 
@@ -210,16 +209,8 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
             discarding=not parts.accumulating), SessionWalker)
     else:
         walker = make_walker(_pane_config(config, parts, logic), PaneWalker)
-    # a one-shot run's output is read several times: written once as files (the walk runs
-    # now), else persisted (counting it first runs the walker: errors surface there)
-    files = write_walker_output(rows, walker, out_schema, config.large_types) \
-        if persist else None
-    if files is not None:
-        tagged = files.frame
-    else:
-        tagged = map_in_arrow(rows, walker, out_schema)
-        if persist:
-            tagged = tagged.persist()
+    tagged, files = walker_output(rows, walker, out_schema, config.large_types, persist)
+    if files is None:     # first: counting it runs the walker (errors surface there)
         cached.insert(0, tagged)
     if sql_firings is not None:     # the SQL part reads the persisted marked rows
         tagged = sql_firings.unionByName(tagged)

@@ -39,7 +39,7 @@ from windowlib.engines.spark.columns import map_in_arrow
 from windowlib.engines.spark.errors import reraise
 from windowlib.engines.spark.shipping import is_local_master
 
-__all__ = ["WALKER_OUTPUT_CONF", "WalkerFiles", "write_walker_output"]
+__all__ = ["WALKER_OUTPUT_CONF", "WalkerFiles", "walker_output", "write_walker_output"]
 
 WALKER_OUTPUT_CONF = "spark.windowlib.walkerOutput"    # files (default where eligible) | cache
 
@@ -53,6 +53,19 @@ class WalkerFiles:
 
     def release(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def walker_output(rows: Any, walker: Callable[[Iterator[Any]], Iterator[Any]], schema: Any,
+                  large_types: bool, keep: bool) -> tuple[Any, WalkerFiles | None]:
+    """``(frame, files)``: ``walker``'s output over ``rows``. ``keep`` (one-shot runs, whose
+    outputs read it several times): written as files where eligible (the walk runs now),
+    else persisted (lazy: counting it runs the walk); otherwise the lazy ``mapInArrow``
+    frame (``files`` is ``None`` unless written)."""
+    files = write_walker_output(rows, walker, schema, large_types) if keep else None
+    if files is not None:
+        return files.frame, files
+    frame = map_in_arrow(rows, walker, schema)
+    return (frame.persist() if keep else frame), None
 
 
 def write_walker_output(rows: Any, walker: Callable[[Iterator[Any]], Iterator[Any]],
