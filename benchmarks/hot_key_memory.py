@@ -8,7 +8,7 @@ path. The baseline is what a user would write by hand for the same key: ``groupB
 .applyInPandas`` with the same four results, which holds the group as one pandas frame.
 
 A sampler thread reads the resident memory (``VmRSS``) of every Python worker Spark starts
-(the children of ``pyspark.daemon``) every 20 ms. The session runs with
+(the children of the worker daemon the JVM starts) every 20 ms. The session runs with
 ``spark.python.worker.reuse=false``, so each run's workers are new processes and one run's
 memory does not carry into the next. Prints, per run: the wall time, the largest worker's
 peak, all workers' peak together, the largest worker's peak per element, and the ratios to

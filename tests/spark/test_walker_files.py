@@ -3,8 +3,8 @@
 
 - The outputs read from the files equal those read from Spark's cache
   (``spark.windowlib.walkerOutput=cache``), schema and rows, on the pane and general paths,
-  for timestamps, decimals, arrays, maps, structs, column names with spaces and dots, typed
-  and untyped side outputs, late and rejected rows.
+  for timestamps (with and without a time zone), decimals, arrays, maps, structs, column
+  names with spaces and dots, typed and untyped side outputs, late and rejected rows.
 - ``unpersist()`` deletes the files; a failing user function is its coded error and leaves
   no directory behind.
 - A retried task replaces its partition's file; a failed walk leaves no file.
@@ -79,10 +79,12 @@ def _frame(spark):
              (None, at(50), decimal.Decimal("3.00"), ["z"], {"z": 1}, {"x": 2}, 2)]  # no key
     # an explicit arrival order: the default one hashes whole rows, which Spark refuses for
     # maps
+    local = dt.datetime(2024, 3, 1, 12, 30)     # a local time (no time zone)
     return spark.createDataFrame(
-        [(*r, i) for i, r in enumerate(rows)],
+        [(*r, i, local + dt.timedelta(seconds=i)) for i, r in enumerate(rows)],
         "key string, at timestamp, `v.x` decimal(10,2), tags array<string>, "
-        "`a b` map<string,long>, s struct<x:long>, hour int, seq long")
+        "`a b` map<string,long>, s struct<x:long>, hour int, seq long, "
+        "wall timestamp_ntz")
 
 
 def _pipeline(function) -> wl.Pipeline:
