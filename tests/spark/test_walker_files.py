@@ -113,6 +113,7 @@ def test_outputs_read_from_the_walkers_files_equal_the_cached_ones(spark, path):
                                    path=path, order_by="seq")
         assert result.path == path
         assert (result.run.detail.files is not None) == (mode == "files")
+        assert result.run.detail.persisted == (mode == "cache")
         runs[mode] = _outputs(result)
         result.unpersist()
     assert runs["files"] == runs["cache"]

@@ -218,7 +218,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                    key_columns=logic.key_columns,
                    result_columns=tuple(f.name for f in result), result_mode=mode,
                    element_columns=tuple(user_columns), typed_tags=tuple(side_types),
-                   persisted=persist, walked=rows,
+                   persisted=persist and files is None, walked=rows,
                    in_tagged=("late",) if sessions else ("late", "rejects"),
                    cached=cached if persist else [], files=files)
 
