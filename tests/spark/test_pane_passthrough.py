@@ -21,6 +21,7 @@ from spark_session import ship_by_value
 
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
+from windowlib.engines.spark.session import scoped_conf
 
 pytestmark = pytest.mark.spark
 
@@ -75,9 +76,8 @@ def _reads_only_the_walker_output(frame, detail) -> None:
 
 @pytest.fixture(params=["files", "cache"])
 def walker_output(request, spark):
-    spark.conf.set("spark.windowlib.walkerOutput", request.param)
-    yield request.param
-    spark.conf.unset("spark.windowlib.walkerOutput")
+    with scoped_conf(spark, {"spark.windowlib.walkerOutput": request.param}):
+        yield request.param
 
 
 @pytest.mark.parametrize("name", list(_pipelines()))

@@ -25,6 +25,7 @@ from test_differential_properties import assert_spark_equals_reference
 import windowlib as wl
 from windowlib.engines.spark.panes import run_panes
 from windowlib.engines.spark.planner import choose_path
+from windowlib.engines.spark.session import scoped_conf
 from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.spark
@@ -89,12 +90,9 @@ def test_a_split_sessions_run_is_computed_by_one_job(spark, monkeypatch, walker_
     counted, count = [], type(df).count
     monkeypatch.setattr(type(df), "count", lambda self: counted.append(self) or count(self))
     before = {rdd.id() for rdd in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
-    spark.conf.set("spark.windowlib.walkerOutput", walker_output)
-    try:
+    with scoped_conf(spark, {"spark.windowlib.walkerOutput": walker_output}):
         result = run_dataframe(_sessions(gap=10, lateness=100), df, "hour",
                                watermark=wl.MonotonousTimestamps(), finalize=True)
-    finally:
-        spark.conf.unset("spark.windowlib.walkerOutput")
     try:
         detail = result.run.detail
         persisted = walker_output == "cache"

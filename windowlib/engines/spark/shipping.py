@@ -115,7 +115,8 @@ def code_archive(module: str) -> Path:
         return target
 
 
-def _is_connect(spark: Any) -> bool:
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (its server may run on another machine)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
@@ -129,7 +130,7 @@ def ship_code(spark: Any, modules: Iterable[str] = (), *, force: bool = False) -
     if not force and is_local_master(spark):
         return []
     archives = [code_archive(name) for name in _packages(modules)]
-    connect = _is_connect(spark)
+    connect = is_connect(spark)
     # an application (classic) or a Connect session; never id(): ids of dead objects recur
     holder = str(spark.session_id) if connect else str(spark.sparkContext.applicationId)
     added = []

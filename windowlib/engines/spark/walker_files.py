@@ -37,7 +37,7 @@ from typing import Any
 
 from windowlib.engines.spark.columns import map_in_arrow
 from windowlib.engines.spark.errors import reraise
-from windowlib.engines.spark.shipping import is_local_master
+from windowlib.engines.spark.shipping import is_connect, is_local_master
 
 __all__ = ["WALKER_OUTPUT_CONF", "WalkerFiles", "walker_output", "write_walker_output"]
 
@@ -105,7 +105,7 @@ def _file_uri(directory: str) -> str:
 
 
 def _eligible(spark: Any, schema: Any) -> bool:
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if is_connect(spark):
         return False
     try:
         setting = str(spark.conf.get(WALKER_OUTPUT_CONF, "files")).strip().lower()
