@@ -15,6 +15,7 @@ write hang and fail while gigabytes were still free; ``weed mini`` cannot change
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -25,10 +26,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from infra.ports import HOST as _HOST
-from infra.ports import free_port
+from infra.ports import free_port, is_port_free
 from windowlib.core.errors import StateError
 
 __all__ = ["LocalSeaweed", "find_weed"]
+
+# Every port is picked free and bound by SeaweedFS a moment later; one taken in between
+# (another server, an outgoing connection's ephemeral port) ends the process with glog's
+# "address already in use": the ports it picked itself are picked again, this many times.
+_START_ATTEMPTS = 3
+_GLOG_FATAL = re.compile(r"^F\d{4} [\d:.]+ \S+:\d+\]? (.*)$")
 
 
 def find_weed() -> str:
@@ -93,10 +100,31 @@ class LocalSeaweed:
     def start(self, timeout_s: float = 60.0) -> LocalSeaweed:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._check_disk()
+        s3_port_fixed = bool(self.s3_port)
+        if s3_port_fixed and not is_port_free(self.s3_port):
+            raise StateError(f"the S3 port {_HOST}:{self.s3_port} asked for is already in use",
+                             code="S3_SERVER_FAILED")
+        log_path = self.log_path or self.data_dir / "weed.log"
+        for attempt in range(_START_ATTEMPTS):
+            if not s3_port_fixed:
+                self.s3_port = 0
+            reason = self._start_once(log_path, timeout_s)
+            if reason is None:
+                return self
+            retry = ("address already in use" in reason and attempt + 1 < _START_ATTEMPTS
+                     and not (s3_port_fixed and f":{self.s3_port}:" in reason))
+            if not retry:
+                raise StateError(f"SeaweedFS exited early: {reason} (log: {log_path})",
+                                 code="S3_SERVER_FAILED")
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+
+    def _start_once(self, log_path: Path, timeout_s: float) -> str | None:
+        """Start the process and wait until S3 answers and the buckets exist: ``None``, or
+        SeaweedFS's own reason when it exited early (it is stopped, ready for a retry)."""
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        log_start = self._log.tell()
         env = dict(os.environ, AWS_ACCESS_KEY_ID=self.access_key_id,
                    AWS_SECRET_ACCESS_KEY=self.secret_access_key)
-        log_path = self.log_path or self.data_dir / "weed.log"
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(self._command(), env=env, stdout=self._log,
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True)
@@ -106,10 +134,9 @@ class LocalSeaweed:
             code = self._proc.poll()
             if code is not None:
                 self.stop()
-                raise StateError(f"SeaweedFS exited early (code {code}); "
-                                 f"see {log_path}", code="S3_SERVER_FAILED")
+                return f"code {code}, {self._fatal_line(log_path, log_start)}"
             try:
-                client = self.client()
+                client = self.client(read_timeout_s=2)
                 existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
             except Exception as exc:  # not up yet
                 last = exc
@@ -123,18 +150,36 @@ class LocalSeaweed:
                         self.stop()
                         raise StateError(f"could not create the bucket {bucket!r}: {exc}",
                                          code="S3_SERVER_FAILED") from exc
-            return self
+            return None
+        code = self._proc.poll()
         self.stop()
+        if code is not None:
+            return f"code {code}, {self._fatal_line(log_path, log_start)}"
         raise StateError(f"SeaweedFS did not become healthy in {timeout_s:.0f}s ({last}); see "
                          f"{log_path}", code="S3_SERVER_FAILED")
 
-    def client(self) -> Any:
+    def _fatal_line(self, log_path: Path, offset: int) -> str:
+        """The first fatal message SeaweedFS logged after ``offset`` (glog's header dropped,
+        the secret key masked), or a pointer to the log when there is none."""
+        try:
+            with open(log_path, "rb") as log:
+                log.seek(offset)
+                text = log.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            text = ""
+        for line in text.splitlines():
+            found = _GLOG_FATAL.match(line)
+            if found:
+                return found.group(1).replace(self.secret_access_key, "***")
+        return "no fatal message in its log"
+
+    def client(self, read_timeout_s: float = 10) -> Any:
         from windowlib.state.s3config import S3Settings
 
         return S3Settings(endpoint_url=self.endpoint_url, region=self.region,
                           access_key_id=self.access_key_id,
                           secret_access_key=self.secret_access_key, max_attempts=2,
-                          connect_timeout_s=2, read_timeout_s=10).client()
+                          connect_timeout_s=2, read_timeout_s=read_timeout_s).client()
 
     def env(self) -> dict[str, str]:
         """The ``AWS_*`` variables a client needs to reach this server."""
