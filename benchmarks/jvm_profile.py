@@ -40,6 +40,7 @@ from spark_general_path import pipelines
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
+from windowlib.engines.spark.shipping import ship_code
 
 # (kind, substrings of a frame's class or method): a sample counts for the first kind one of
 # its frames matches, looking from the top of the stack (the method running) downwards
@@ -99,6 +100,8 @@ def main() -> None:
     args = parser.parse_args()
 
     spark = get_or_create_session(app_name="windowlib-jvm-profile")
+    # the pipelines' functions live in sibling modules the Python workers cannot import
+    ship_code(spark, ["spark_general_path", "clickstream"], force=True)
     data = args.data or os.path.join(tempfile.gettempdir(), "windowlib-bench",
                                      f"clickstream-e{args.events}-k{args.keys}")
     path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)

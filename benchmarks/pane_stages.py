@@ -37,6 +37,7 @@ from spark_general_path import pipelines
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
+from windowlib.engines.spark.shipping import ship_code
 
 STAGES = ("hand", "run", "tagged", "late", "rejects", "total")
 
@@ -61,6 +62,8 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     spark = get_or_create_session(app_name="windowlib-pane-stages")
+    # the pipelines' functions live in sibling modules the Python workers cannot import
+    ship_code(spark, ["spark_general_path", "clickstream"], force=True)
     data = args.data or os.path.join(tempfile.gettempdir(), "windowlib-bench",
                                      f"clickstream-e{args.events}-k{args.keys}")
     path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)
