@@ -36,12 +36,12 @@ def capture(case: str, data: str, out: str) -> None:
     from pyspark import cloudpickle
     from spark_general_path import pipelines
 
-    from windowlib.engines.spark import panes, run_dataframe
-    from windowlib.engines.spark.session import get_or_create_session
+    from windowlib.engines.spark import run_dataframe, walker_files
+    from windowlib.engines.spark.session import get_or_create_session, scoped_conf
 
     spark = get_or_create_session()
     frame = spark.read.parquet(ensure_clickstream(data, 1_000_000, 100_000, spark=spark))
-    original = panes.map_in_arrow
+    original = walker_files.map_in_arrow
 
     def saved(rows, fn, schema):
         shutil.rmtree(out, ignore_errors=True)
@@ -50,10 +50,14 @@ def capture(case: str, data: str, out: str) -> None:
             cloudpickle.dump(fn, f)
         return original(rows, fn, schema)
 
-    panes.map_in_arrow = saved
-    result = run_dataframe(pipelines()[case], frame, arrival="arrival_hour", finalize=True,
-                           path="panes")
-    result.unpersist()
+    walker_files.map_in_arrow = saved
+    try:    # the cached walker output: the walker itself goes to mapInArrow, not a file writer
+        with scoped_conf(spark, {walker_files.WALKER_OUTPUT_CONF: "cache"}):
+            result = run_dataframe(pipelines()[case], frame, arrival="arrival_hour",
+                                   finalize=True, path="panes")
+            result.unpersist()
+    finally:
+        walker_files.map_in_arrow = original
 
 
 def replay(out: str) -> int:
