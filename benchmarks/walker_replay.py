@@ -12,6 +12,7 @@ measure a change to it.
 
     PYTHONPATH=<checkout>:<checkout>/benchmarks .venv/bin/python benchmarks/walker_replay.py \\
         capture|time|profile [--case python|python_batch] [--data DIR] [--out DIR]
+        [--events N --keys K (capture)] [--repeat R (time)]
 """
 
 from __future__ import annotations
@@ -31,16 +32,19 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def capture(case: str, data: str, out: str) -> None:
+def capture(case: str, data: str, out: str, events: int = 1_000_000, keys: int = 100_000
+            ) -> None:
     from clickstream import ensure_clickstream
     from pyspark import cloudpickle
     from spark_general_path import pipelines
 
     from windowlib.engines.spark import run_dataframe, walker_files
     from windowlib.engines.spark.session import get_or_create_session, scoped_conf
+    from windowlib.engines.spark.shipping import ship_code
 
     spark = get_or_create_session()
-    frame = spark.read.parquet(ensure_clickstream(data, 1_000_000, 100_000, spark=spark))
+    ship_code(spark, ["spark_general_path", "clickstream"], force=True)   # sibling modules
+    frame = spark.read.parquet(ensure_clickstream(data, events, keys, spark=spark))
     original = walker_files.map_in_arrow
 
     def saved(rows, fn, schema):
@@ -89,10 +93,12 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="capture directory "
                         "(default: /tmp/wl-walker-<case>)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--events", type=int, default=1_000_000, help="capture: input events")
+    parser.add_argument("--keys", type=int, default=100_000, help="capture: distinct keys")
     args = parser.parse_args()
     out = args.out or f"/tmp/wl-walker-{args.case}"
     if args.step == "capture":
-        capture(args.case, args.data, out)
+        capture(args.case, args.data, out, args.events, args.keys)
     elif args.step == "profile":
         import cProfile
         import pstats

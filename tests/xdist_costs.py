@@ -79,6 +79,7 @@ COST_S: dict[str, float] = {
     "tests/unit/test_snapshot_restore.py": 70,
     "tests/state/test_state_s3config.py": 50,
     "tests/runs/test_cli.py": 25,     # CLI subprocesses, GX imported by run
+    "tests/benchmarks/test_benchmark_scripts.py": 80,   # 5 scripts, a JVM each (tiny inputs)
 }
 DEFAULT_TEST_S = 0.5
 
@@ -90,6 +91,7 @@ SPLIT: frozenset[str] = frozenset({
     "tests/spark/test_transcripts_spark.py", "tests/spark/test_general_differential.py",
     "tests/spark/test_native_path.py", "tests/spark/test_state_frames.py",
     "tests/spark/test_incremental_native.py", "tests/state/test_state_tables.py",
+    "tests/benchmarks/test_benchmark_scripts.py",
 })
 # Modules split by test function (a function's parametrizations stay together).
 SPLIT_FUNCTIONS: frozenset[str] = frozenset({"tests/spark/test_incremental_splits.py"})

@@ -1,0 +1,63 @@
+"""The benchmark scripts run from a clean environment, as ``docs/performance.md`` tells a
+reader to run them (``.venv/bin/python benchmarks/<script>.py``, no ``PYTHONPATH``), and print
+their ratio lines. Three of them once failed only that way (their pipelines' functions live in
+sibling modules the Python workers could not import), unnoticed until someone re-measured.
+
+Tiny inputs; nothing here times anything (speed is never asserted: the scripts are the record).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["--events", "20000", "--keys", "400"]
+
+
+def _run(script: str, *args: str, timeout_s: int = 600) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s,
+                          check=False)
+    assert done.returncode == 0, f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    return done.stdout
+
+
+def test_pane_stages_prints_every_stage_and_the_ratio(tmp_path: Path) -> None:
+    out = _run("pane_stages.py", "--case", "python", "--repeat", "1", *TINY,
+               "--data", str(tmp_path / "clicks"))
+    assert re.search(r"hand [\d.]+ s  run [\d.]+ s  tagged [\d.]+ s  late [\d.]+ s  "
+                     r"rejects [\d.]+ s  total [\d.]+ s  ratio [\d.]+x hand SQL", out), out
+
+
+def test_the_general_and_pane_paths_benchmark_prints_a_ratio_per_case(tmp_path: Path) -> None:
+    out = _run("spark_general_path.py", "--cases", "native,python,python_panes", "--repeat", "1",
+               *TINY, "--data", str(tmp_path / "clicks"))
+    for label in ("general path, ProcessWindowFunction", "pane path, the same "
+                  "ProcessWindowFunction"):
+        assert re.search(rf"^\s*{label}.* [\d,]+ events/s +[\d.]+x hand SQL$", out,
+                         re.MULTILINE), out
+
+
+def test_the_native_path_benchmark_prints_its_ratio(tmp_path: Path) -> None:
+    out = _run("spark_native_path.py", "--cases", "tumbling", "--repeat", "1", "--warmup", "0",
+               *TINY, "--data", str(tmp_path / "clicks"))
+    assert re.search(r"tumbling 5 minutes .*ratio\s+[\d.]+x", out), out
+
+
+def test_the_walker_replay_captures_and_replays(tmp_path: Path) -> None:
+    capture = tmp_path / "walker"
+    _run("walker_replay.py", "capture", "--case", "python", *TINY, "--data",
+         str(tmp_path / "clicks"), "--out", str(capture))
+    out = _run("walker_replay.py", "time", "--case", "python", "--repeat", "1", "--out",
+               str(capture))
+    assert re.search(r"^\d+ output rows in [\d.]+ s \([\d.]+ s CPU\)$", out, re.MULTILINE), out
+    assert int(out.split()[0]) > 0
