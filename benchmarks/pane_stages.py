@@ -1,7 +1,9 @@
 """The pane path's time per stage against hand-written Spark SQL, in one process.
 
 Over the clickstream of ``clickstream.py`` (the same data and pipelines as
-``spark_general_path.py``), ``--repeat`` times: hand SQL (``groupBy(key, window(ts, '5
+``spark_general_path.py``), after ``--warmup`` untimed rounds of both sides (the JVM compiles
+both over their first rounds: timed cold, hand SQL looks slower than it runs warm), ``--repeat``
+times: hand SQL (``groupBy(key, window(ts, '5
 minutes')).agg(sum, count)``), then a pane-path run split into its stages, each timed:
 
 - ``run``: ``run_dataframe`` (planning, then the walker's pass into its kept output: Parquet
@@ -13,7 +15,7 @@ Prints the medians and ``total / hand SQL``. The kept output is released after e
 no run reads another's.
 
     .venv/bin/python benchmarks/pane_stages.py [--case python_batch|python] [--repeat 5]
-        [--events N] [--keys K] [--data DIR]
+        [--warmup 3] [--events N] [--keys K] [--data DIR]
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ from windowlib.engines.spark.shipping import ship_code
 STAGES = ("hand", "run", "tagged", "late", "rejects", "total")
 
 
+def load() -> str:
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
 def _timed(fn) -> tuple[float, object]:
     t0 = time.perf_counter()
     out = fn()
@@ -53,6 +59,9 @@ def main() -> None:
     parser.add_argument("--case", default="python_batch", choices=("python_batch", "python"),
                         help="the BatchWindowFunction or the ProcessWindowFunction pipeline")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed rounds of both sides first (hand SQL gets ~40 %% faster "
+                             "over its first 4-6 rounds as the JVM compiles it)")
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--data", default=None,
@@ -79,22 +88,32 @@ def main() -> None:
         df.write.format("noop").mode("overwrite").save()
 
     pipeline = pipelines()[args.case]
-    hand()
-    hand()      # warm-up
-    seen: dict[str, list[float]] = {stage: [] for stage in STAGES}
-    for _ in range(args.repeat):
-        seen["hand"].append(_timed(hand)[0])
+
+    def ours() -> dict[str, float]:
         took, result = _timed(lambda: run_dataframe(
             pipeline, frame(), "arrival_hour", watermark=wl.BoundedOutOfOrderness("10 minutes"),
             finalize=True, path="panes"))
-        seen["run"].append(took)
+        times = {"run": took}
         for stage, out in (("tagged", result.run.detail.tagged), ("late", result.late),
                            ("rejects", result.rejects)):
-            seen[stage].append(_timed(lambda out=out: noop(out))[0])
-        seen["total"].append(sum(seen[s][-1] for s in ("run", "tagged", "late", "rejects")))
+            times[stage] = _timed(lambda out=out: noop(out))[0]
+        times["total"] = sum(times[s] for s in ("run", "tagged", "late", "rejects"))
         result.unpersist()
+        return times
+
+    for _ in range(args.warmup):      # untimed: the JIT speeds both sides up for a few rounds
+        hand()
+        ours()
+    seen: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    for _ in range(args.repeat):
+        seen["hand"].append(_timed(hand)[0])
+        for stage, took in ours().items():
+            seen[stage].append(took)
+        print(f"    hand {seen['hand'][-1]:.2f} s  windowlib {seen['total'][-1]:.2f} s "
+              f"({load()})", flush=True)
     medians = {stage: statistics.median(values) for stage, values in seen.items()}
-    print(f"{args.case}: {path}, median of {args.repeat}; windowlib from "
+    print(f"{args.case}: {path}, median of {args.repeat} after {args.warmup} warm-up rounds; "
+          f"{load()}; windowlib from "
           f"{os.path.dirname(wl.__file__)}")
     print("  " + "  ".join(f"{stage} {medians[stage]:.2f} s" for stage in STAGES)
           + f"  ratio {medians['total'] / medians['hand']:.2f}x hand SQL", flush=True)

@@ -142,7 +142,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=1,
+    parser.add_argument("--warmup", type=int, default=3,
                         help="untimed rounds of both sides first (the JVM's JIT speeds "
                              "both up over the first 4-6 rounds)")
     parser.add_argument("--data", default=None)

@@ -32,7 +32,7 @@ def _run(script: str, *args: str, timeout_s: int = 600) -> str:
 
 
 def test_pane_stages_prints_every_stage_and_the_ratio(tmp_path: Path) -> None:
-    out = _run("pane_stages.py", "--case", "python", "--repeat", "1", *TINY,
+    out = _run("pane_stages.py", "--case", "python", "--repeat", "1", "--warmup", "0", *TINY,
                "--data", str(tmp_path / "clicks"))
     assert re.search(r"hand [\d.]+ s  run [\d.]+ s  tagged [\d.]+ s  late [\d.]+ s  "
                      r"rejects [\d.]+ s  total [\d.]+ s  ratio [\d.]+x hand SQL", out), out
@@ -40,6 +40,7 @@ def test_pane_stages_prints_every_stage_and_the_ratio(tmp_path: Path) -> None:
 
 def test_the_general_and_pane_paths_benchmark_prints_a_ratio_per_case(tmp_path: Path) -> None:
     out = _run("spark_general_path.py", "--cases", "native,python,python_panes", "--repeat", "1",
+               "--warmup", "1",
                *TINY, "--data", str(tmp_path / "clicks"))
     for label in ("general path, ProcessWindowFunction", "pane path, the same "
                   "ProcessWindowFunction"):
