@@ -45,6 +45,11 @@ LATE_HOURS_SHARE = 0.02
 LATE_DAY_SHARE = 0.005
 
 
+def load() -> str:
+    """The machine's load average, printed next to every figure the benchmarks time."""
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
 def _parameters(events: int, keys: int, hours: int, seed: int) -> dict[str, int]:
     for name, value in (("events", events), ("keys", keys), ("hours", hours)):
         if not isinstance(value, int) or value < 1:

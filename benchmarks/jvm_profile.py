@@ -35,12 +35,11 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from clickstream import ensure_clickstream
-from spark_general_path import pipelines
+from spark_general_path import pipelines, ship_pipelines
 
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
-from windowlib.engines.spark.shipping import ship_code
 
 # (kind, substrings of a frame's class or method): a sample counts for the first kind one of
 # its frames matches, looking from the top of the stack (the method running) downwards
@@ -100,8 +99,7 @@ def main() -> None:
     args = parser.parse_args()
 
     spark = get_or_create_session(app_name="windowlib-jvm-profile")
-    # the pipelines' functions live in sibling modules the Python workers cannot import
-    ship_code(spark, ["spark_general_path", "clickstream"], force=True)
+    ship_pipelines(spark)
     data = args.data or os.path.join(tempfile.gettempdir(), "windowlib-bench",
                                      f"clickstream-e{args.events}-k{args.keys}")
     path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)

@@ -33,19 +33,14 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream
-from spark_general_path import pipelines
+from clickstream import ensure_clickstream, load
+from spark_general_path import pipelines, ship_pipelines
 
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
-from windowlib.engines.spark.shipping import ship_code
 
 STAGES = ("hand", "run", "tagged", "late", "rejects", "total")
-
-
-def load() -> str:
-    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
 def _timed(fn) -> tuple[float, object]:
@@ -71,8 +66,7 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     spark = get_or_create_session(app_name="windowlib-pane-stages")
-    # the pipelines' functions live in sibling modules the Python workers cannot import
-    ship_code(spark, ["spark_general_path", "clickstream"], force=True)
+    ship_pipelines(spark)
     data = args.data or os.path.join(tempfile.gettempdir(), "windowlib-bench",
                                      f"clickstream-e{args.events}-k{args.keys}")
     path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)

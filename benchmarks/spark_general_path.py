@@ -52,6 +52,7 @@ from clickstream import ensure_clickstream
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import get_or_create_session
+from windowlib.engines.spark.shipping import ship_code
 
 CASES = ("native", "native_path", "declarative", "python", "python_panes", "python_batch",
          "count_window", "count_window_panes", "history", "history_panes", "proc_early",
@@ -90,6 +91,13 @@ def timed(fn, repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def ship_pipelines(spark) -> None:
+    """Make this module and ``clickstream`` importable by ``spark``'s Python workers, for
+    scripts that import ``pipelines`` from here: their functions are then pickled by
+    reference to this module (run as a script, they travel by value)."""
+    ship_code(spark, ["spark_general_path", "clickstream"], force=True)
 
 
 def pipelines() -> dict:

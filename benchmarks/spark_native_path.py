@@ -40,7 +40,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream
+from clickstream import ensure_clickstream, load
 
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
@@ -48,10 +48,6 @@ from windowlib.engines.spark.session import get_or_create_session
 
 CASES = {"tumbling": ("5 minutes", None), "sliding": ("1 hour", "5 minutes"),
          "sessions": ("30 minutes", "session"), "sessions_general": ("30 minutes", "session")}
-
-
-def load() -> str:
-    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
 def timed(runs: dict, repeat: int) -> dict:

@@ -36,14 +36,13 @@ def capture(case: str, data: str, out: str, events: int = 1_000_000, keys: int =
             ) -> None:
     from clickstream import ensure_clickstream
     from pyspark import cloudpickle
-    from spark_general_path import pipelines
+    from spark_general_path import pipelines, ship_pipelines
 
     from windowlib.engines.spark import run_dataframe, walker_files
     from windowlib.engines.spark.session import get_or_create_session, scoped_conf
-    from windowlib.engines.spark.shipping import ship_code
 
     spark = get_or_create_session()
-    ship_code(spark, ["spark_general_path", "clickstream"], force=True)   # sibling modules
+    ship_pipelines(spark)
     frame = spark.read.parquet(ensure_clickstream(data, events, keys, spark=spark))
     original = walker_files.map_in_arrow
 

@@ -105,18 +105,17 @@ class LocalSeaweed:
             raise StateError(f"the S3 port {_HOST}:{self.s3_port} asked for is already in use",
                              code="S3_SERVER_FAILED")
         log_path = self.log_path or self.data_dir / "weed.log"
-        for attempt in range(_START_ATTEMPTS):
-            if not s3_port_fixed:
-                self.s3_port = 0
-            reason = self._start_once(log_path, timeout_s)
-            if reason is None:
-                return self
-            retry = ("address already in use" in reason and attempt + 1 < _START_ATTEMPTS
-                     and not (s3_port_fixed and f":{self.s3_port}:" in reason))
-            if not retry:
+        attempt = 1
+        while (reason := self._start_once(log_path, timeout_s)) is not None:
+            port_taken = "address already in use" in reason and not (
+                s3_port_fixed and f":{self.s3_port}:" in reason)
+            if not port_taken or attempt == _START_ATTEMPTS:
                 raise StateError(f"SeaweedFS exited early: {reason} (log: {log_path})",
                                  code="S3_SERVER_FAILED")
-        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+            attempt += 1
+            if not s3_port_fixed:
+                self.s3_port = 0        # picked again by the next start
+        return self
 
     def _start_once(self, log_path: Path, timeout_s: float) -> str | None:
         """Start the process and wait until S3 answers and the buckets exist: ``None``, or
@@ -131,10 +130,8 @@ class LocalSeaweed:
         deadline = time.monotonic() + timeout_s
         last: Exception | None = None
         while time.monotonic() < deadline:
-            code = self._proc.poll()
-            if code is not None:
-                self.stop()
-                return f"code {code}, {self._fatal_line(log_path, log_start)}"
+            if self._proc.poll() is not None:
+                return self._exited(log_path, log_start)
             try:
                 client = self.client(read_timeout_s=2)
                 existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
@@ -151,12 +148,17 @@ class LocalSeaweed:
                         raise StateError(f"could not create the bucket {bucket!r}: {exc}",
                                          code="S3_SERVER_FAILED") from exc
             return None
-        code = self._proc.poll()
+        if self._proc.poll() is not None:
+            return self._exited(log_path, log_start)
         self.stop()
-        if code is not None:
-            return f"code {code}, {self._fatal_line(log_path, log_start)}"
         raise StateError(f"SeaweedFS did not become healthy in {timeout_s:.0f}s ({last}); see "
                          f"{log_path}", code="S3_SERVER_FAILED")
+
+    def _exited(self, log_path: Path, log_start: int) -> str:
+        """Stop what is left of an exited server; its exit code and fatal line."""
+        code = self._proc.returncode if self._proc is not None else None
+        self.stop()
+        return f"code {code}, {self._fatal_line(log_path, log_start)}"
 
     def _fatal_line(self, log_path: Path, offset: int) -> str:
         """The first fatal message SeaweedFS logged after ``offset`` (glog's header dropped,

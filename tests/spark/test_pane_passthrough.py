@@ -22,6 +22,7 @@ from spark_session import ship_by_value
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
 from windowlib.engines.spark.session import scoped_conf
+from windowlib.engines.spark.walker_files import WALKER_OUTPUT_CONF
 
 pytestmark = pytest.mark.spark
 
@@ -76,7 +77,7 @@ def _reads_only_the_walker_output(frame, detail) -> None:
 
 @pytest.fixture(params=["files", "cache"])
 def walker_output(request, spark):
-    with scoped_conf(spark, {"spark.windowlib.walkerOutput": request.param}):
+    with scoped_conf(spark, {WALKER_OUTPUT_CONF: request.param}):
         yield request.param
 
 

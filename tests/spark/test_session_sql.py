@@ -26,6 +26,7 @@ import windowlib as wl
 from windowlib.engines.spark.panes import run_panes
 from windowlib.engines.spark.planner import choose_path
 from windowlib.engines.spark.session import scoped_conf
+from windowlib.engines.spark.walker_files import WALKER_OUTPUT_CONF
 from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.spark
@@ -90,7 +91,7 @@ def test_a_split_sessions_run_is_computed_by_one_job(spark, monkeypatch, walker_
     counted, count = [], type(df).count
     monkeypatch.setattr(type(df), "count", lambda self: counted.append(self) or count(self))
     before = {rdd.id() for rdd in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
-    with scoped_conf(spark, {"spark.windowlib.walkerOutput": walker_output}):
+    with scoped_conf(spark, {WALKER_OUTPUT_CONF: walker_output}):
         result = run_dataframe(_sessions(gap=10, lateness=100), df, "hour",
                                watermark=wl.MonotonousTimestamps(), finalize=True)
     try:
