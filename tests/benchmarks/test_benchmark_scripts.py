@@ -51,7 +51,8 @@ def test_the_general_and_pane_paths_benchmark_prints_a_ratio_per_case(tmp_path: 
 def test_the_native_path_benchmark_prints_its_ratio(tmp_path: Path) -> None:
     out = _run("spark_native_path.py", "--cases", "tumbling", "--repeat", "1", "--warmup", "0",
                *TINY, "--data", str(tmp_path / "clicks"))
-    assert re.search(r"tumbling 5 minutes .*ratio\s+[\d.]+x", out), out
+    assert re.search(r"tumbling 5 minutes .*\(read [\d.]+ s, planning [\d.]+ s; .*ratio\s+[\d.]+x",
+                     out), out
 
 
 def test_the_walker_replay_captures_and_replays(tmp_path: Path) -> None:
