@@ -4,8 +4,8 @@ Reads the synthetic clickstream of ``clickstream.py`` (``ensure_clickstream``: `
 events, ``--keys`` skewed keys, 48 hourly ``arrival_hour`` partitions, ~2 % of events hours
 late, ~0.5 % more than a day late; generated once and cached under ``--data``) and times over
 the same Parquet, warm session (``--warmup`` untimed rounds of both sides first), ``noop``
-sink (nothing collected), median of ``--repeat`` (runs alternate, so load changes on a shared
-machine hit both sides alike):
+sink (nothing collected), median of ``--repeat`` (runs alternate, the side that goes first
+changing every round, so load changes on a shared machine hit both sides alike):
 
 - hand-written SQL: ``groupBy(key, window(ts, ...)).agg(sum, count, max)``;
 - the native path (``run_dataframe(..., path="native")``): the same aggregates, default trigger,
@@ -54,10 +54,12 @@ CASES = {"tumbling": ("5 minutes", None), "sliding": ("1 hour", "5 minutes"),
 
 def timed(runs: dict, repeat: int) -> dict:
     """Median seconds per run; the runs alternate, so load changes on a shared machine hit
-    every run alike."""
+    every run alike, and the one that goes first changes every round (two identical runs
+    differed by ~40 ms with their place in a round, the size of the gaps measured here)."""
     times: dict = {name: [] for name in runs}
-    for _ in range(repeat):
-        for name, fn in runs.items():
+    for i in range(repeat):
+        for name in (list(runs) if i % 2 == 0 else list(runs)[::-1]):
+            fn = runs[name]
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
