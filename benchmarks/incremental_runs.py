@@ -58,7 +58,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream
+from clickstream import ensure_clickstream, in_turn
 
 import windowlib as wl
 from windowlib import aggregates as agg
@@ -178,8 +178,7 @@ def schedule(hours: list[str], order: str, skip_sss: bool) -> list[tuple[str, st
         return [("windowlib", h) for h in hours] + [("sss", h) for h in hours]
     if order == "sss-first":
         return [("sss", h) for h in hours] + [("windowlib", h) for h in hours]
-    pairs = (("windowlib", "sss"), ("sss", "windowlib"))
-    return [(side, h) for i, h in enumerate(hours) for side in pairs[i % 2]]
+    return [(side, h) for i, h in enumerate(hours) for side in in_turn(["windowlib", "sss"], i)]
 
 
 def load() -> str:

@@ -33,7 +33,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream, load
+from clickstream import ensure_clickstream, in_turn, load
 from spark_general_path import pipelines, ship_pipelines
 
 import windowlib as wl
@@ -99,13 +99,11 @@ def main() -> None:
         hand()
         ours()
     seen: dict[str, list[float]] = {stage: [] for stage in STAGES}
-    for i in range(args.repeat):      # the side that goes first changes every round
-        if i % 2 == 0:
-            seen["hand"].append(_timed(hand)[0])
-        for stage, took in ours().items():
-            seen[stage].append(took)
-        if i % 2 == 1:
-            seen["hand"].append(_timed(hand)[0])
+    sides = {"hand": lambda: {"hand": _timed(hand)[0]}, "windowlib": ours}
+    for i in range(args.repeat):
+        for side in in_turn(list(sides), i):
+            for stage, took in sides[side]().items():
+                seen[stage].append(took)
         print(f"    hand {seen['hand'][-1]:.2f} s  windowlib {seen['total'][-1]:.2f} s "
               f"({load()})", flush=True)
     medians = {stage: statistics.median(values) for stage, values in seen.items()}

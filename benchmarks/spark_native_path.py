@@ -42,7 +42,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream, load
+from clickstream import ensure_clickstream, in_turn, load
 
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
@@ -54,14 +54,12 @@ CASES = {"tumbling": ("5 minutes", None), "sliding": ("1 hour", "5 minutes"),
 
 def timed(runs: dict, repeat: int) -> dict:
     """Median seconds per run; the runs alternate, so load changes on a shared machine hit
-    every run alike, and the one that goes first changes every round (two identical runs
-    differed by ~40 ms with their place in a round, the size of the gaps measured here)."""
+    every run alike, the one that goes first changing every round (``in_turn``)."""
     times: dict = {name: [] for name in runs}
     for i in range(repeat):
-        for name in (list(runs) if i % 2 == 0 else list(runs)[::-1]):
-            fn = runs[name]
+        for name in in_turn(list(runs), i):
             t0 = time.perf_counter()
-            fn()
+            runs[name]()
             times[name].append(time.perf_counter() - t0)
             print(f"    {name}: {times[name][-1]:.2f} s ({load()})", flush=True)
     return {name: statistics.median(t) for name, t in times.items()}
