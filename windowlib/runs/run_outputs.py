@@ -208,7 +208,13 @@ def is_small_run(rows: int | None) -> bool:
 
 
 def small_writer_tasks(spark: Any) -> int:
-    """A small run's writer tasks: one per core (``frames.cores``)."""
+    """A small run's writer tasks: one per core (``frames.cores``), not more.
+
+    With two, most rows land in one writer task (``coalesce`` keeps the shuffled partitions
+    apart from the cached ones), yet more tasks measured slower (``docs/performance.md``, "The
+    thirteenth session"): they write the state as more files, and the next run then needs a
+    stage and an exchange to join its state with its input, which it joins without one when
+    both are a single partition."""
     from windowlib.runs.frames import cores
 
     return cores(spark)
