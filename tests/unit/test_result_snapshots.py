@@ -148,6 +148,26 @@ def test_each_window_keeps_its_own_copy_of_an_element():
     assert [r["values"] for r in rows] == [[1, 2], [101, 102, 3, 6]]
 
 
+def test_a_trigger_sees_its_own_windows_copy_of_an_element():
+    """An element of five sliding windows whose first window fires on it (a delta trigger)
+    and whose function changes its elements: the next windows' triggers see the element as it
+    came, so the five windows, which hold the same elements, fire alike (found by
+    ``tests/spark/test_differential_properties.py``: the reference engine handed the first
+    window's changed element to the other windows' triggers)."""
+    import strategies
+
+    p = (wl.Pipeline("delta_own", timestamp="ts")
+         .window_all(wl.SlidingEventTimeWindows.of(5, 1))
+         .trigger(wl.DeltaTrigger.of(2, strategies.value_delta)).process(CarelessFn()))
+    bundles = [Bundle([{"key": "a", "ts": -15, "value": v}]) for v in (3, 0, 0)]
+    rows = run_bundles(p, bundles)
+    fired: dict = {}
+    for r in rows:
+        fired.setdefault(r["window_start"], []).append((r["idx"], r["values"]))
+    assert sorted(fired) == [-19, -18, -17, -16, -15]
+    assert all(panes == fired[-19] for panes in fired.values()), fired
+
+
 def test_a_run_leaves_the_callers_elements_as_they_were():
     """The reference engine takes its own copy of each element it is given."""
     elements = _elements()

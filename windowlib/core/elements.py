@@ -46,8 +46,9 @@ def process_element(driver: Any, row: dict, ts_ms: int) -> bool:
         raise assignment_failed(driver.logic.assigner, driver.key_arg, ts_ms, exc) from exc
     if type(windows) is not list:
         windows = list(windows)
-    # each window holds its own copy of the element: a function may change the one it is
-    # given, and the first window may fire (and change ``row``) before the next is filled
+    # each window holds its own copy of the element, and its trigger sees that copy: a
+    # function may change the elements it is given, and the first window may fire (and
+    # change ``row``) before the next is filled
     pristine = copies.kept(row) if len(windows) > 1 else None
     for window in windows:
         if merging is not None:
@@ -90,7 +91,7 @@ def process_element(driver: Any, row: dict, ts_ms: int) -> bool:
         else:
             ctx.window, ctx.record = window, record
             try:
-                result = on_element(row, ts_ms, window, ctx)
+                result = on_element(element, ts_ms, window, ctx)
             except WindowlibError:
                 raise
             except Exception as exc:
