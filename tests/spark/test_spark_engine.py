@@ -299,3 +299,22 @@ def test_local_sessions_leave_progress_to_the_cli(spark):
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.ui.showConsoleProgress") == "false"
     assert spark.sparkContext._jsc.sc().progressBar().isEmpty()
+
+
+@pytest.mark.parametrize("aggregate", [agg.approx_count_distinct("value"), agg.sum("value")],
+                         ids=["approx_count_distinct", "sum"])
+def test_test_bundles_without_the_aggregated_column_run_as_on_the_reference_engine(spark,
+                                                                                 aggregate):
+    """``run_bundles(engine="spark")`` infers its columns from the elements: with no element
+    (or none holding the aggregated column) the column is still there, and the run equals the
+    reference engine's (found by ``test_differential_properties.py``: Spark's raw
+    ``UNRESOLVED_COLUMN`` before)."""
+    p = (wl.Pipeline("no_values", timestamp="ts")
+         .window_all(wl.TumblingEventTimeWindows.of(5)).aggregate(aggregate))
+    for bundles in ([Bundle(elements=())],
+                    [Bundle(elements=({"key": "a", "ts": 1},)), Bundle(elements=())]):
+        want = run_bundles(p, bundles, engine="reference", finalize=True, with_late=True,
+                           with_rejects=True)
+        got = run_bundles(p, bundles, engine="spark", finalize=True, with_late=True,
+                          with_rejects=True)
+        assert got == want

@@ -98,7 +98,10 @@ def bundles_to_table(pipeline: Pipeline, bundles: Sequence[Any]) -> tuple[Any, l
             rows.append(row)
             columns.update(dict.fromkeys(row))
         elements.append(rows)
-    for c in (*logic.key_columns, logic.timestamp):
+    # the columns the pipeline reads are there even when no element holds them (the
+    # reference engine reads such a value as None)
+    required = pipeline.required_columns()
+    for c in (*logic.key_columns, logic.timestamp, *required):
         columns.setdefault(c, None)
     names = list(columns)
     flat = [(b, seq, row) for b, rows in enumerate(elements)
@@ -110,6 +113,8 @@ def bundles_to_table(pipeline: Pipeline, bundles: Sequence[Any]) -> tuple[Any, l
         any_absent = any_absent or any(v is _MISSING for v in present)
         values = [v for v in present if v is not _MISSING and v is not None]
         t, as_json = _infer(values)
+        if not values and required.get(c) not in (None, "timestamp", "key"):
+            t = pa.int64()      # no value to infer from: a type every aggregate reads
         if as_json:
             json_columns.append(c)
             col = [None if v is _MISSING or v is None
