@@ -17,7 +17,7 @@ only (the pane path, which builds each window's elements apart, always did).
 from __future__ import annotations
 
 import pytest
-from strategies import CarelessFn
+from strategies import CarelessFn, value_delta
 
 import windowlib as wl
 from windowlib.core.copies import kept, kept_row
@@ -154,11 +154,9 @@ def test_a_trigger_sees_its_own_windows_copy_of_an_element():
     came, so the five windows, which hold the same elements, fire alike (found by
     ``tests/spark/test_differential_properties.py``: the reference engine handed the first
     window's changed element to the other windows' triggers)."""
-    import strategies
-
     p = (wl.Pipeline("delta_own", timestamp="ts")
          .window_all(wl.SlidingEventTimeWindows.of(5, 1))
-         .trigger(wl.DeltaTrigger.of(2, strategies.value_delta)).process(CarelessFn()))
+         .trigger(wl.DeltaTrigger.of(2, value_delta)).process(CarelessFn()))
     bundles = [Bundle([{"key": "a", "ts": -15, "value": v}]) for v in (3, 0, 0)]
     rows = run_bundles(p, bundles)
     fired: dict = {}

@@ -100,8 +100,9 @@ def bundles_to_table(pipeline: Pipeline, bundles: Sequence[Any]) -> tuple[Any, l
         elements.append(rows)
     # the columns the pipeline reads are there even when no element holds them (the
     # reference engine reads such a value as None)
-    required = pipeline.required_columns()
-    for c in (*logic.key_columns, logic.timestamp, *required):
+    required = pipeline.required_columns()      # the timestamp, then the keys, then the rest
+    aggregated = set(required) - {logic.timestamp, *logic.key_columns}
+    for c in (*logic.key_columns, *required):
         columns.setdefault(c, None)
     names = list(columns)
     flat = [(b, seq, row) for b, rows in enumerate(elements)
@@ -113,7 +114,7 @@ def bundles_to_table(pipeline: Pipeline, bundles: Sequence[Any]) -> tuple[Any, l
         any_absent = any_absent or any(v is _MISSING for v in present)
         values = [v for v in present if v is not _MISSING and v is not None]
         t, as_json = _infer(values)
-        if not values and required.get(c) not in (None, "timestamp", "key"):
+        if not values and c in aggregated:
             t = pa.int64()      # no value to infer from: a type every aggregate reads
         if as_json:
             json_columns.append(c)
