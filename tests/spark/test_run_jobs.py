@@ -64,7 +64,8 @@ def test_a_small_run_reads_and_writes_with_one_task_per_core_at_most(spark, tmp_
     round trip and writes a file per output, so a small run writes each output with at most
     one task per core (``defaultParallelism``). Its new rows stay in the tasks that read them
     (a shuffle spreading one file over more tasks first costs more than it spreads). Before:
-    4 writer tasks (twice the cores) and the hour's file shuffled over 4 tasks."""
+    4 writer tasks (twice the cores) and the hour's file shuffled over 4 tasks. The state
+    stays one file, so that the next run's job stays at three stages."""
     from windowlib.runs.protocol import CommitDetails
 
     rng = random.Random(61)
@@ -98,6 +99,11 @@ def test_a_small_run_reads_and_writes_with_one_task_per_core_at_most(spark, tmp_
     assert jobs.jobs == 1, jobs.stages
     assert jobs.tasks[0][-1] <= cores, jobs.tasks
     assert sum(jobs.tasks[0]) <= 2 + 2 * partitions + cores, jobs.tasks
+    # the state is written as one file, as the hour's input is one: each is one partition,
+    # so the next run joins them without an exchange, in three stages (``small_writer_tasks``:
+    # a state of two files gave five, tasks [2, 1, 4, 1, 2], and every later run paid them)
+    assert len(jobs.stages[0]) == 3, (jobs.stages, jobs.tasks)
+    assert written["state"] == 1, written
 
 
 def test_a_small_runs_writer_takes_its_rows_in_large_arrow_batches(spark, tmp_path):
