@@ -11,6 +11,8 @@ from decimal import Decimal
 from typing import TypedDict
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import windowlib as wl
 from windowlib.core.declarations import declared, from_class, parse_ddl, yielded_type
@@ -141,6 +143,35 @@ def test_a_value_that_does_not_fit_names_its_field(row, path, detail):
 def test_not_null_fields_refuse_none():
     with pytest.raises(Mismatch, match="NOT NULL"):
         parse_ddl("n long NOT NULL").conform({})
+
+
+def _conformed(schema: str, row: dict) -> tuple:
+    """``("ok", value, its type)`` of field ``a``'s value, or ``("mismatch", detail)``."""
+    try:
+        value = parse_ddl(schema).conform(row)["a"]
+    except Mismatch as exc:
+        return "mismatch", exc.detail
+    value = value[0] if isinstance(value, list) else value
+    return "ok", value, type(value)
+
+
+EDGES = [v for bits in (8, 16, 32, 64) for v in (-(1 << (bits - 1)) - 1, -(1 << (bits - 1)),
+                                                  (1 << (bits - 1)) - 1, 1 << (bits - 1))]
+
+
+@given(st.sampled_from(["byte", "short", "int", "long", "double", "float", "string",
+                        "boolean", "binary", "date", "timestamp", "decimal(5,2)"]),
+       st.one_of(st.none(), st.booleans(), st.sampled_from(EDGES),
+                 st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=False),
+                 st.text(max_size=3), st.binary(max_size=3),
+                 st.binary(max_size=3).map(bytearray), st.decimals(places=3, allow_nan=False),
+                 st.dates(), st.datetimes(), st.lists(st.integers(), max_size=2)))
+def test_a_rows_field_conforms_as_the_same_value_in_an_array(kind, value):
+    """A row's converter keeps values of exactly its fields' types without calling their
+    converters (``schema._as_is``): every value must come out of a row's field exactly as
+    the same value out of an array of that type, which is converted value by value."""
+    assert _conformed(f"a {kind}", {"a": value}) == _conformed(f"a array<{kind}>",
+                                                               {"a": [value]})
 
 
 def test_a_spark_struct_type_declares_through_its_simple_string():

@@ -95,6 +95,19 @@ def test_rows_keep_nested_values_as_they_were_yielded():
     assert [r["last"] for r in rows] == [{"v": 1}, {"v": 2}, {"v": 3}, {"v": 4}]
 
 
+def test_typed_rows_keep_nested_values_as_they_were_yielded():
+    """With a declared type the row is conformed as it is taken, in place of the copy: the
+    conformed row must hold new lists and dicts, never the function's own."""
+    class KeepsATypedList(KeepsAList):
+        result_schema = "seen array<struct<v: long>>, last struct<v: long>"
+
+    rows = run_bundles(tumbling().process(KeepsATypedList()), BUNDLES, finalize=True)
+    assert [r["seen"] for r in rows] == [
+        [{"v": 1}], [{"v": -1}, {"v": 2}], [{"v": -1}, {"v": -1}, {"v": 3}],
+        [{"v": -1}, {"v": -1}, {"v": -1}, {"v": 4}]]
+    assert [r["last"] for r in rows] == [{"v": 1}, {"v": 2}, {"v": 3}, {"v": 4}]
+
+
 def test_a_returned_value_is_kept_as_it_was_returned():
     rows = run_bundles(tumbling().process(KeepsAValue()), BUNDLES, finalize=True)
     assert [r["result"] for r in rows] == [[1], [1, 2], [1, 2, 3], [1, 2, 3, 4]]

@@ -47,37 +47,44 @@ _ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, check
 _NO_ROW = object()
 
 
-def _rows(items: Iterable[Any] | None, what: str, plain: bool = True) -> list[dict]:
+def _rows(items: Iterable[Any] | None, what: str, plain: bool = True,
+          conformed: Callable[[Any], dict] | None = None) -> list[dict]:
     """A function's rows as new dicts, each taken (``_single``) before the function goes on:
     what it returned may be kept and changed by it. ``plain``: no declared type checks them
-    (``NotPlain``)."""
+    (``NotPlain``). ``conformed``: the declared type's check of one row (``conform``), which
+    takes each row in place of the copy (the row it returns holds new values only)."""
     container = type(items)
     if container is GeneratorType or container is list:     # the usual: one row, copied in C
         rest = iter(items)
         first = next(rest, _NO_ROW)
         if first is _NO_ROW:
             return []
-        if type(first) is dict:
-            row = kept_result_row(first) if plain else kept_row(first)
+        if type(first) is not dict:
+            row = _single(first, plain, conformed)
+        elif conformed is not None:
+            row = conformed(first)
         else:
-            row = _single(first, plain)
+            row = kept_result_row(first) if plain else kept_row(first)
         second = next(rest, _NO_ROW)
         if second is _NO_ROW:
             return [row]
-        return [row, *[_single(r, plain) for r in chain((second,), rest)]]
+        return [row, *[_single(r, plain, conformed) for r in chain((second,), rest)]]
     if items is None:
         return []
     if type(items) not in _ROW_CONTAINERS and (isinstance(items, dict)
                                                or not isinstance(items, Iterable)):
         raise ExecutionError(f"{what} must return an iterable of rows, got "
                              f"{type(items).__name__}", code="FUNCTION_FAILED")
-    return [_single(r, plain) for r in items]
+    return [_single(r, plain, conformed) for r in items]
 
 
-def _single(value: Any, plain: bool = True) -> dict:
+def _single(value: Any, plain: bool = True,
+            conformed: Callable[[Any], dict] | None = None) -> dict:
     """A result as a new row, nested values copied (``kept``; ``plain``: ``kept_result``):
     dicts as they are, dataclass instances as their fields, anything else as a ``result``
-    column."""
+    column; with ``conformed`` (``_rows``), that row conformed (a plain dict directly)."""
+    if conformed is not None:
+        return conformed(value if type(value) is dict else _single(value, False))
     take = kept_result_row if plain else kept_row
     if isinstance(value, dict):
         return take(value)
@@ -93,9 +100,13 @@ def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> A
     try:
         return row_type.conform(value)
     except Mismatch as exc:
-        raise ExecutionError(f"{what}: {exc} (key {key!r}, window {window!r}); fix the "
-                             "function or its declared schema",
-                             code="RESULT_SCHEMA_MISMATCH") from None
+        raise schema_mismatch(what, exc, key, window) from None
+
+
+def schema_mismatch(what: str, exc: Mismatch, key: Any, window: Any) -> ExecutionError:
+    """The ``RESULT_SCHEMA_MISMATCH`` of ``conform``."""
+    return ExecutionError(f"{what}: {exc} (key {key!r}, window {window!r}); fix the "
+                          "function or its declared schema", code="RESULT_SCHEMA_MISMATCH")
 
 
 def function_failed(what: Any, key: Any, window: Any, exc: BaseException, *,
@@ -232,10 +243,11 @@ class FunctionRunner:
 
     def _value_callers(self) -> tuple[Callable, Callable]:
         """``(value_results, results)`` of a ``process`` or ``apply`` function, the one place
-        that calls it: the function's rows checked and copied (``_rows``), a failure made
-        ``FUNCTION_FAILED`` and the rows conformed to the declared type, in one frame per
-        firing (every engine's firing path calls one). ``results`` hands it the contents'
-        values."""
+        that calls it: the function's rows checked and copied, or conformed to the declared
+        type, as they are taken (``_rows``; the first row that does not fit is
+        ``RESULT_SCHEMA_MISMATCH`` before the function goes on), and a failure made
+        ``FUNCTION_FAILED``, in one frame per firing (every engine's firing path calls one).
+        ``results`` hands it the contents' values."""
         spec, row_type = self.spec, self.result_type
         producer = spec.producer
         process = spec.kind == "process"      # (``Pipeline.process`` checked ``process``)
@@ -244,18 +256,24 @@ class FunctionRunner:
         what_row = f"a result row of {function_name(producer)}"
         plain = row_type is None      # a declared type checks the rows itself (``conform``)
 
+        convert = None if row_type is None else row_type.converter()
+
         def value_results(key: Any, window: Any, context: Context | None, values: list
                           ) -> list[dict]:
+            conformed: Callable[[Any], dict] | None = None
+            if convert is not None:
+                def conformed(row: Any) -> dict:     # ``conform``, one call per row
+                    try:
+                        return convert(row, "")
+                    except Mismatch as exc:
+                        raise schema_mismatch(what_row, exc, key, window) from None
             try:
-                rows = _rows(call(key, context, values) if process else
-                             call(key, window, values), what, plain)
+                return _rows(call(key, context, values) if process else
+                             call(key, window, values), what, plain, conformed)
             except WindowlibError:
                 raise
             except Exception as exc:
                 raise function_failed(producer, key, window, exc) from exc
-            if row_type is None:
-                return rows
-            return [conform(row_type, row, what_row, key, window) for row in rows]
 
         def element_results(key: Any, window: Any, context: Context | None, contents: Any
                             ) -> list[dict]:

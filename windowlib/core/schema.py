@@ -121,6 +121,11 @@ class Struct:
             entry = _ROW_CONVERTERS[id(self)] = (self, _converter(self))
         return entry[1](row, "")
 
+    def converter(self) -> Callable[[Any, str], dict]:
+        """``conform`` as a function of ``(row, "")``, for a caller that checks many rows
+        (no lookup per row)."""
+        return _converter(self)
+
 
 _ROW_CONVERTERS: dict[int, tuple[Struct, Callable[[Any, str], Any]]] = {}
 
@@ -238,7 +243,8 @@ def _converter(t: Any) -> Callable[[Any, str], Any]:
                 raise _wrong(path, t.ddl(), v)
             return {key(k, f"{path} key"): value(x, f"{path}[{k!r}]") for k, x in v.items()}
         return mapping
-    fields = [(f.name, _nullable(_converter(f.type), f.nullable)) for f in t.fields]
+    fields = [(f.name, *_as_is(f.type), _nullable(_converter(f.type), f.nullable))
+              for f in t.fields]
     names = frozenset(t.names)
 
     def row(v: Any, path: str) -> dict:
@@ -252,7 +258,29 @@ def _converter(t: Any) -> Callable[[Any, str], Any]:
             extra = next(k for k in v if k not in names)
             raise Mismatch(f"{prefix}{extra}", f"is not declared (declared: "
                                                f"{', '.join(t.names)})")
-        if not path:
-            return {name: conv(v.get(name), name) for name, conv in fields}
-        return {name: conv(v.get(name), f"{path}.{name}") for name, conv in fields}
+        out = {}
+        for name, exact, low, high, conv in fields:
+            x = v.get(name)
+            out[name] = (x if type(x) is exact and (low is None or low <= x < high) else
+                         conv(x, f"{path}.{name}" if path else name))
+        return out
     return row
+
+
+class _NoValue:
+    """A type no value has: the field has no value that conforms to itself (``_as_is``)."""
+
+
+def _as_is(t: Any) -> tuple[type, int | None, int | None]:
+    """``(type, low, high)``: a value of exactly this type (an int within ``[low, high)``)
+    conforms to ``t`` as it is, so a row's converter keeps it without a call (per row, the
+    calls cost more than the rest of the check); any other value goes through the field's
+    converter, which decides."""
+    if isinstance(t, Atomic):
+        if t.name in _INT_BITS:
+            high = 1 << (_INT_BITS[t.name] - 1)
+            return int, -high, high
+        exact = {"double": float, "string": str, "boolean": bool, "binary": bytes}.get(t.name)
+        if exact is not None:
+            return exact, None, None
+    return _NoValue, None, None
