@@ -52,7 +52,7 @@ def _rows(items: Iterable[Any] | None, what: str, plain: bool = True,
     """A function's rows as new dicts, each taken (``_single``) before the function goes on:
     what it returned may be kept and changed by it. ``plain``: no declared type checks them
     (``NotPlain``). ``conformed``: the declared type's check of one row (``conform``), which
-    takes each row in place of the copy (the row it returns holds new values only)."""
+    takes each row in place of the copy (the row it returns holds new containers only)."""
     container = type(items)
     if container is GeneratorType or container is list:     # the usual: one row, copied in C
         rest = iter(items)

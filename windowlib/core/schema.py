@@ -142,9 +142,14 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
+def _int_high(name: str) -> int:
+    """The integer type ``name``'s exclusive upper bound; its range is ``[-high, high)``."""
+    return 1 << (_INT_BITS[name] - 1)
+
+
 def _atomic(name: str) -> Callable[[Any, str], Any]:
     if name in _INT_BITS:
-        high = 1 << (_INT_BITS[name] - 1)
+        high = _int_high(name)
 
         def integral(v: Any, path: str) -> int:
             if type(v) is int and -high <= v < high:   # the common case, without ABC checks
@@ -268,7 +273,7 @@ def _converter(t: Any) -> Callable[[Any, str], Any]:
 
 
 class _NoValue:
-    """A type no value has: the field has no value that conforms to itself (``_as_is``)."""
+    """A type that no value has (``_as_is``): a field of this kind converts every value."""
 
 
 def _as_is(t: Any) -> tuple[type, int | None, int | None]:
@@ -278,7 +283,7 @@ def _as_is(t: Any) -> tuple[type, int | None, int | None]:
     converter, which decides."""
     if isinstance(t, Atomic):
         if t.name in _INT_BITS:
-            high = 1 << (_INT_BITS[t.name] - 1)
+            high = _int_high(t.name)
             return int, -high, high
         exact = {"double": float, "string": str, "boolean": bool, "binary": bytes}.get(t.name)
         if exact is not None:
