@@ -87,11 +87,15 @@ class ListAggregate(wl.AggregateFunction):
         return {"values": a["values"] + b["values"]}
 
 
+# what ``KeepsAList``'s rows hold when each keeps what it held as it was yielded: the list
+# grows, and every earlier dict in it was changed after its own firing
+SEEN_AS_YIELDED = [[{"v": 1}], [{"v": -1}, {"v": 2}], [{"v": -1}, {"v": -1}, {"v": 3}],
+                   [{"v": -1}, {"v": -1}, {"v": -1}, {"v": 4}]]
+
+
 def test_rows_keep_nested_values_as_they_were_yielded():
     rows = run_bundles(tumbling().process(KeepsAList()), BUNDLES, finalize=True)
-    assert [r["seen"] for r in rows] == [
-        [{"v": 1}], [{"v": -1}, {"v": 2}], [{"v": -1}, {"v": -1}, {"v": 3}],
-        [{"v": -1}, {"v": -1}, {"v": -1}, {"v": 4}]]
+    assert [r["seen"] for r in rows] == SEEN_AS_YIELDED
     assert [r["last"] for r in rows] == [{"v": 1}, {"v": 2}, {"v": 3}, {"v": 4}]
 
 
@@ -102,10 +106,26 @@ def test_typed_rows_keep_nested_values_as_they_were_yielded():
         result_schema = "seen array<struct<v: long>>, last struct<v: long>"
 
     rows = run_bundles(tumbling().process(KeepsATypedList()), BUNDLES, finalize=True)
-    assert [r["seen"] for r in rows] == [
-        [{"v": 1}], [{"v": -1}, {"v": 2}], [{"v": -1}, {"v": -1}, {"v": 3}],
-        [{"v": -1}, {"v": -1}, {"v": -1}, {"v": 4}]]
+    assert [r["seen"] for r in rows] == SEEN_AS_YIELDED
     assert [r["last"] for r in rows] == [{"v": 1}, {"v": 2}, {"v": 3}, {"v": 4}]
+
+
+def test_typed_rows_after_an_aggregate_keep_nested_values_as_they_were_yielded():
+    """The same through an aggregate's process function (``FunctionRunner.results``)."""
+    class KeepsATypedListOfTheAccumulator(wl.ProcessWindowFunction):
+        result_schema = "seen array<struct<v: long>>"
+
+        def __init__(self) -> None:
+            self.seen: list = []
+
+        def process(self, key, context, elements):
+            self.seen.append({"v": elements[0]["values"][-1]})
+            yield {"seen": self.seen}
+            self.seen[-1]["v"] = -1
+
+    p = tumbling().aggregate(ListAggregate(), process_fn=KeepsATypedListOfTheAccumulator())
+    rows = run_bundles(p, BUNDLES, finalize=True)
+    assert [r["seen"] for r in rows] == SEEN_AS_YIELDED
 
 
 def test_a_returned_value_is_kept_as_it_was_returned():

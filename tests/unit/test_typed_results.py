@@ -121,6 +121,39 @@ def test_a_row_that_does_not_fit_names_field_key_and_window(row, field):
     assert "TimeWindow(0, 10)" in message
 
 
+class CountAggregate(wl.AggregateFunction):
+    def create_accumulator(self):
+        return 0
+
+    def add(self, value, accumulator):
+        return accumulator + 1
+
+    def get_result(self, accumulator):
+        return accumulator
+
+    def merge(self, a, b):
+        return a + b
+
+
+@pytest.mark.parametrize("after_an_aggregate", [False, True])
+def test_the_first_row_that_does_not_fit_fails_before_the_function_goes_on(after_an_aggregate):
+    """Rows are conformed as they are taken: a function is not resumed after a row that
+    does not fit, directly or behind an aggregate alike."""
+    class WrongThenFails(wl.ProcessWindowFunction):
+        result_schema = "n long"
+
+        def process(self, key, context, elements):
+            yield {"n": "two"}
+            raise RuntimeError("resumed after a row that does not fit")
+
+    p = (P().aggregate(CountAggregate(), process_fn=WrongThenFails()) if after_an_aggregate
+         else P().process(WrongThenFails()))
+    with pytest.raises(wl.ExecutionError) as info:
+        fired(p)
+    assert info.value.code == "RESULT_SCHEMA_MISMATCH", str(info.value)
+    assert "field 'n'" in str(info.value) and "key 'a'" in str(info.value)
+
+
 @pytest.mark.parametrize(("schema", "why"), [("n lng", "unsupported type"),
                                              ("n long, timing string", "set by windowlib"),
                                              (42, "DDL string")])

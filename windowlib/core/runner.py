@@ -109,6 +109,17 @@ def schema_mismatch(what: str, exc: Mismatch, key: Any, window: Any) -> Executio
                           "function or its declared schema", code="RESULT_SCHEMA_MISMATCH")
 
 
+def _conformer(convert: Callable[[Any, str], dict], what: str, key: Any, window: Any
+               ) -> Callable[[Any], dict]:
+    """``conform`` of one firing's rows (``convert``: ``Struct.converter()``), for ``_rows``."""
+    def conformed(row: Any) -> dict:
+        try:
+            return convert(row, "")
+        except Mismatch as exc:
+            raise schema_mismatch(what, exc, key, window) from None
+    return conformed
+
+
 def function_failed(what: Any, key: Any, window: Any, exc: BaseException, *,
                     label: str = "") -> ExecutionError:
     """The error a failing piece of user code (a window function, an aggregate, an evictor, a
@@ -153,6 +164,9 @@ class FunctionRunner:
     def __init__(self, spec: FunctionSpec, buffered: bool) -> None:
         self.spec = spec
         self.result_type = spec.result_type
+        # the declared type's converter, looked up once (``None``: rows kept as they are)
+        self._convert = None if spec.result_type is None else spec.result_type.converter()
+        self._what_row = f"a result row of {function_name(spec.producer)}"
         self.side_types = spec.side_types
         self.buffered = buffered or not spec.incremental
         # whether ``results`` reads its ``context`` (a process function sees the pane)
@@ -225,8 +239,17 @@ class FunctionRunner:
                 ) -> list[dict]:
         """Result rows for one firing, conformed to the declared type when there is one.
         ``contents`` is an accumulator, or the element list (after ``evict_before``) when
-        buffered; ``None`` for an empty pane. A failing function is ``FUNCTION_FAILED``."""
-        return self._conformed(self._results, key, window, context, contents)
+        buffered; ``None`` for an empty pane. A failing function is ``FUNCTION_FAILED``; the
+        rows are conformed as they are taken (``_rows``)."""
+        convert = self._convert
+        conformed = None if convert is None else _conformer(convert, self._what_row, key,
+                                                             window)
+        try:
+            return self._results(key, window, context, contents, conformed)
+        except WindowlibError:
+            raise
+        except Exception as exc:
+            raise function_failed(self.spec.producer, key, window, exc) from exc
 
     @property
     def takes_values(self) -> bool:
@@ -253,20 +276,13 @@ class FunctionRunner:
         process = spec.kind == "process"      # (``Pipeline.process`` checked ``process``)
         call = spec.fn.process if process else getattr(spec.fn, "apply", spec.fn)
         what = "process()" if process else "the window function"
-        what_row = f"a result row of {function_name(producer)}"
+        what_row, convert = self._what_row, self._convert
         plain = row_type is None      # a declared type checks the rows itself (``conform``)
-
-        convert = None if row_type is None else row_type.converter()
 
         def value_results(key: Any, window: Any, context: Context | None, values: list
                           ) -> list[dict]:
-            conformed: Callable[[Any], dict] | None = None
-            if convert is not None:
-                def conformed(row: Any) -> dict:     # ``conform``, one call per row
-                    try:
-                        return convert(row, "")
-                    except Mismatch as exc:
-                        raise schema_mismatch(what_row, exc, key, window) from None
+            conformed = None if convert is None else _conformer(convert, what_row, key,
+                                                                 window)
             try:
                 return _rows(call(key, context, values) if process else
                              call(key, window, values), what, plain, conformed)
@@ -280,20 +296,6 @@ class FunctionRunner:
             return value_results(key, window, context, [e.value for e in contents or ()])
 
         return value_results, element_results
-
-    def _conformed(self, produce: Callable, key: Any, window: Any, context: Context | None,
-                   contents: Any) -> list[dict]:
-        try:
-            rows = produce(key, window, context, contents)
-        except WindowlibError:
-            raise
-        except Exception as exc:
-            raise function_failed(self.spec.producer, key, window, exc) from exc
-        row_type = self.result_type
-        if row_type is None:
-            return rows
-        what = f"a result row of {function_name(self.spec.producer)}"
-        return [conform(row_type, row, what, key, window) for row in rows]
 
     def _accumulator_results(self, key: Any, window: Any, context: Context | None,
                              contents: Any) -> list[dict]:
@@ -339,8 +341,8 @@ class FunctionRunner:
         return name, conform(row_type, kept(value), f"a value of side output {name!r}", key,
                              window)
 
-    def _results(self, key: Any, window: Any, context: Context | None, contents: Any
-                 ) -> list[dict]:
+    def _results(self, key: Any, window: Any, context: Context | None, contents: Any,
+                 conformed: Callable[[Any], dict] | None) -> list[dict]:
         spec = self.spec         # process/apply: ``_value_callers``
         if spec.kind == "batch":      # one pane per call here; the pane path sends many
             if not contents:
@@ -348,7 +350,8 @@ class FunctionRunner:
             pane = context.pane
             table = panes_table([(window, pane.index, pane.timing._value_, pane.is_last,
                                   contents)])
-            return rows_by_pane(spec.fn.process_panes(table), 1, "process_panes()")[0]
+            rows = rows_by_pane(spec.fn.process_panes(table), 1, "process_panes()")[0]
+            return rows if conformed is None else list(map(conformed, rows))
         if self.buffered:
             acc = self.aggregate_elements(contents or [])
         else:
@@ -357,13 +360,14 @@ class FunctionRunner:
             result = None
         else:
             result = self._result(acc)
+        plain = self.result_type is None
         if spec.process_fn is not None:
             given = [] if result is None and spec.kind == "reduce" else [result]
-            return _rows(spec.process_fn.process(key, context, given), "process()",
-                         self.result_type is None)
+            return _rows(spec.process_fn.process(key, context, given), "process()", plain,
+                         conformed)
         if result is None and spec.kind == "reduce":
-            return [{}]
-        return [_single(result, self.result_type is None)]
+            return [{} if conformed is None else conformed({})]
+        return [_single(result, plain, conformed)]
 
     @property
     def needs_clear(self) -> bool:
