@@ -27,7 +27,7 @@ from typing import Any
 from windowlib.core.aggregates import AggregateOverflow, AggregateSet
 from windowlib.core.batch import panes_table, rows_by_pane
 from windowlib.core.codec import decode, encode
-from windowlib.core.copies import NotPlain, kept, kept_result, kept_result_row, kept_row
+from windowlib.core.copies import NotPlain, kept_result, kept_result_row
 from windowlib.core.errors import ExecutionError, WindowlibError
 from windowlib.core.evictors import TimestampedValue
 from windowlib.core.functions import (
@@ -47,12 +47,13 @@ _ROW_CONTAINERS = (list, tuple, GeneratorType)    # what functions return, check
 _NO_ROW = object()
 
 
-def _rows(items: Iterable[Any] | None, what: str, plain: bool = True,
+def _rows(items: Iterable[Any] | None, what: str,
           conformed: Callable[[Any], dict] | None = None) -> list[dict]:
     """A function's rows as new dicts, each taken (``_single``) before the function goes on:
-    what it returned may be kept and changed by it. ``plain``: no declared type checks them
-    (``NotPlain``). ``conformed``: the declared type's check of one row (``conform``), which
-    takes each row in place of the copy (the row it returns holds new containers only)."""
+    what it returned may be kept and changed by it. ``conformed``: the declared type's check
+    of one row (``_conformer``), which takes each row in place of the copy (the row it
+    returns holds new containers only); without one, the rows must be plain data
+    (``NotPlain``)."""
     container = type(items)
     if container is GeneratorType or container is list:     # the usual: one row, copied in C
         rest = iter(items)
@@ -60,38 +61,35 @@ def _rows(items: Iterable[Any] | None, what: str, plain: bool = True,
         if first is _NO_ROW:
             return []
         if type(first) is not dict:
-            row = _single(first, plain, conformed)
+            row = _single(first, conformed)
         elif conformed is not None:
             row = conformed(first)
         else:
-            row = kept_result_row(first) if plain else kept_row(first)
+            row = kept_result_row(first)
         second = next(rest, _NO_ROW)
         if second is _NO_ROW:
             return [row]
-        return [row, *[_single(r, plain, conformed) for r in chain((second,), rest)]]
+        return [row, *[_single(r, conformed) for r in chain((second,), rest)]]
     if items is None:
         return []
     if type(items) not in _ROW_CONTAINERS and (isinstance(items, dict)
                                                or not isinstance(items, Iterable)):
         raise ExecutionError(f"{what} must return an iterable of rows, got "
                              f"{type(items).__name__}", code="FUNCTION_FAILED")
-    return [_single(r, plain, conformed) for r in items]
+    return [_single(r, conformed) for r in items]
 
 
-def _single(value: Any, plain: bool = True,
-            conformed: Callable[[Any], dict] | None = None) -> dict:
-    """A result as a new row, nested values copied (``kept``; ``plain``: ``kept_result``):
-    dicts as they are, dataclass instances as their fields, anything else as a ``result``
-    column; with ``conformed`` (``_rows``), that row conformed (a plain dict directly)."""
-    if conformed is not None:
-        return conformed(value if type(value) is dict else _single(value, False))
-    take = kept_result_row if plain else kept_row
+def _single(value: Any, conformed: Callable[[Any], dict] | None = None) -> dict:
+    """A result as a new row: dicts as they are, dataclass instances as their fields,
+    anything else as a ``result`` column; then conformed (``conformed``), or copied as plain
+    data (``kept_result``)."""
     if isinstance(value, dict):
-        return take(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        row = value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         row = dataclasses.asdict(value)     # (copies nested values itself)
-        return take(row) if plain else row
-    return take({"result": value})
+    else:
+        row = {"result": value}
+    return kept_result_row(row) if conformed is None else conformed(row)
 
 
 def conform(row_type: Struct, value: Any, what: str, key: Any, window: Any) -> Any:
@@ -271,13 +269,12 @@ class FunctionRunner:
         ``RESULT_SCHEMA_MISMATCH`` before the function goes on), and a failure made
         ``FUNCTION_FAILED``, in one frame per firing (every engine's firing path calls one).
         ``results`` hands it the contents' values."""
-        spec, row_type = self.spec, self.result_type
+        spec = self.spec
         producer = spec.producer
         process = spec.kind == "process"      # (``Pipeline.process`` checked ``process``)
         call = spec.fn.process if process else getattr(spec.fn, "apply", spec.fn)
         what = "process()" if process else "the window function"
         what_row, convert = self._what_row, self._convert
-        plain = row_type is None      # a declared type checks the rows itself (``conform``)
 
         def value_results(key: Any, window: Any, context: Context | None, values: list
                           ) -> list[dict]:
@@ -285,7 +282,7 @@ class FunctionRunner:
                                                                  window)
             try:
                 return _rows(call(key, context, values) if process else
-                             call(key, window, values), what, plain, conformed)
+                             call(key, window, values), what, conformed)
             except WindowlibError:
                 raise
             except Exception as exc:
@@ -338,8 +335,8 @@ class FunctionRunner:
                 return name, kept_result(value)
             except NotPlain as exc:     # (inside the function's call: FUNCTION_FAILED)
                 raise NotPlain(f"side output {name!r} got {exc}") from None
-        return name, conform(row_type, kept(value), f"a value of side output {name!r}", key,
-                             window)
+        # (the conformed value holds new containers only: no copy first, as for result rows)
+        return name, conform(row_type, value, f"a value of side output {name!r}", key, window)
 
     def _results(self, key: Any, window: Any, context: Context | None, contents: Any,
                  conformed: Callable[[Any], dict] | None) -> list[dict]:
@@ -360,14 +357,13 @@ class FunctionRunner:
             result = None
         else:
             result = self._result(acc)
-        plain = self.result_type is None
         if spec.process_fn is not None:
             given = [] if result is None and spec.kind == "reduce" else [result]
-            return _rows(spec.process_fn.process(key, context, given), "process()", plain,
+            return _rows(spec.process_fn.process(key, context, given), "process()",
                          conformed)
         if result is None and spec.kind == "reduce":
             return [{} if conformed is None else conformed({})]
-        return [_single(result, plain, conformed)]
+        return [_single(result, conformed)]
 
     @property
     def needs_clear(self) -> bool:
