@@ -306,3 +306,37 @@ def test_a_publish_trusts_what_it_wrote_and_creates_a_dropped_table_again(spark,
     assert logged == []
     assert summary.tables["late"]["version"] == summary.version
     _agree(spark, loc["output"], p.name)
+
+
+class _SlowCatalog:
+    """``spark`` whose catalog answers ``databaseExists`` slowly (every other call passes
+    through): registrations on concurrent threads all ask before any of them creates."""
+
+    def __init__(self, spark) -> None:
+        self._catalog = spark.catalog
+
+    def databaseExists(self, name):
+        import time
+
+        time.sleep(0.2)
+        return self._catalog.databaseExists(name)
+
+    def __getattr__(self, name):
+        return getattr(self._catalog, name)
+
+
+def test_a_new_database_is_created_once_by_the_concurrent_registrations(spark, lake):
+    """The tables' statements run on concurrent threads; the database they all need is created
+    by one of them, the others wait for it (one ``CREATE DATABASE``: Spark logs a WARN for
+    every losing concurrent creation)."""
+    p, loc = pipeline(), locations(lake, "tables_new_database")
+    run_incremental(p, partitions=("2024-03-01T00", "2024-03-01T01"), watermark=WM,
+                    spark=spark, **loc)
+    recorded = _Recorded(spark)
+    recorded.catalog = _SlowCatalog(spark)
+    names = wl.register_tables(recorded, loc["output"], database="wl_tables_once")
+    assert names == spark_names(p.name, "wl_tables_once")
+    assert [s for s in recorded.statements if s.startswith("CREATE DATABASE")] \
+        == ["CREATE DATABASE IF"]
+    assert _rows(spark.table(names["firings"]).collect()) \
+        == _rows(read_firings(loc["output"], spark=spark).collect())

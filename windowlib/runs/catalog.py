@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +53,8 @@ _CATALOG_FORMAT = "|spark-specific"   # how register_names stores a table in the
 # (Spark application id, quoted table name) -> the table's properties after this process's
 # last statements on it (module docstring); distinct tables are written by distinct threads
 _WRITTEN: dict[tuple[str, str], dict[str, str]] = {}
+# the tables' threads create a missing database one at a time (``_database``)
+_DATABASE_LOCK = threading.Lock()
 
 
 def spark_names(pipeline: str, database: str = DEFAULT_DATABASE) -> dict[str, str]:
@@ -217,8 +220,7 @@ def _write_table(spark: Any, db: str, tbl: str, name: str, location: str, struct
         spark.sql(f"DROP TABLE {name}")
         current = None
     if current is None:
-        if not spark.catalog.databaseExists(db):      # (the view always follows a table)
-            spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
+        _database(spark, db)        # (the view always follows a table)
         spark.catalog.createTable(f"{db}.{tbl}", path=location, source="parquet",
                                   schema=struct, skipHiveMetadata="true")
         current = {}
@@ -228,6 +230,15 @@ def _write_table(spark: Any, db: str, tbl: str, name: str, location: str, struct
     if changed:
         listed = ", ".join(f"{_lit(k)} = {_lit(v)}" for k, v in sorted(changed.items()))
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({listed})")
+
+
+def _database(spark: Any, db: str) -> None:
+    """Create ``db`` unless it exists. The tables' statements run on concurrent threads
+    (``register_names``): one thread at a time asks, so one creates it and the others find it
+    (Spark warns of every concurrent creation that lost the race)."""
+    with _DATABASE_LOCK:
+        if not spark.catalog.databaseExists(db):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
 
 
 def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any) -> None:
