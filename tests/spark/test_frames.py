@@ -217,3 +217,15 @@ def test_arrow_rewrite_merges_files_into_one_in_their_order_in_one_task(spark, t
                       settings=settings).collect()
     err = windowlib_error(failed.value)
     assert err is not None and err.code == "CHECKPOINT_CORRUPT", failed.value
+
+
+def test_arrow_io_with_arrow_large_types_reads_what_it_wrote(spark, tmp_path):
+    """The Arrow path's reader tasks work when the session uses Arrow's large types
+    (``spark.sql.execution.arrow.useLargeVarTypes``): the rows read equal the rows written."""
+    from windowlib.engines.spark.session import scoped_conf
+
+    df = sample(spark, partitions=2)
+    info = write_frame(df, f"file://{tmp_path}/large", io="arrow")
+    with scoped_conf(spark, {"spark.sql.execution.arrow.useLargeVarTypes": "true"}):
+        back = read_frame(spark, info, df.schema, io="arrow").collect()
+    assert sorted(back) == sorted(df.collect())

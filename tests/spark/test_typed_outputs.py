@@ -247,3 +247,26 @@ def _side_outputs_table_agrees(spark, output: str, pipeline: str) -> None:
     pairs = zip(delta.column("tag").to_pylist(), delta.column("value_json").to_pylist())
     assert sorted(pairs, key=repr) == sorted(((r["tag"], r["value_json"])
                                               for r in committed.collect()), key=repr)
+
+
+# --- Arrow's large types ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["auto", "general"])
+@pytest.mark.parametrize("function", [Values, Details, Big])
+def test_results_with_arrow_large_types_equal_the_reference(spark, path, function):
+    """With ``spark.sql.execution.arrow.useLargeVarTypes`` Spark hands the walkers their
+    strings as Arrow's ``large_string`` (64-bit offsets): JSON results, typed results, side
+    outputs and late rows read from that form equal the reference engine's."""
+    from windowlib.engines.spark.session import scoped_conf
+    from windowlib.engines.spark.testing import run_bundles_on_spark
+
+    p = P().allowed_lateness(wl.Time.minutes(10)).process(function())
+    want = run_bundles(p, typed_bundles(), engine="reference", finalize=True, with_late=True,
+                       with_rejects=True, with_side_outputs=True)
+    with scoped_conf(spark, {"spark.sql.execution.arrow.useLargeVarTypes": "true"}):
+        got = run_bundles_on_spark(p, typed_bundles(), finalize=True, path=path,
+                                   with_side_outputs=True)
+    assert sorted(map(repr, got[0])) == sorted(map(repr, want[0]))
+    assert got[1:3] == want[1:3]
+    assert {t: sorted(map(repr, v)) for t, v in got[3].items()} == \
+        {t: sorted(map(repr, v)) for t, v in want[3].items()}

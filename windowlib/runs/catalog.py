@@ -78,7 +78,7 @@ def register_names(spark: Any, pipeline: str, tables: Mapping[str, OutputTable],
     what this process wrote before instead of looking each table up (module docstring); what
     is written is remembered either way."""
     from windowlib.runs.compaction import table_struct
-    from windowlib.runs.frames import use_spark_io
+    from windowlib.runs.io_settings import use_spark_io
 
     quiet_glob_locations(spark)
     app = _application(spark)

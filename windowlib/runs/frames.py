@@ -28,6 +28,8 @@ from typing import Any
 from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.columns import struct_of
+from windowlib.engines.spark.session import large_var_types
+from windowlib.runs.io_settings import io_parallelism, use_spark_io
 from windowlib.state.checksums import check_sizes, verified_bytes
 from windowlib.state.hive import NULL_PARTITION, partition_values, split_partitions
 from windowlib.state.partfiles import PartFiles
@@ -39,55 +41,9 @@ from windowlib.state.uri import Uri
 __all__ = ["FrameFile", "FrameInfo", "arrow_rewrite", "arrow_writes", "check_frames", "conform",
            "read_frame", "write_frame", "written_files"]
 
-IO_MODES = ("auto", "spark", "arrow")
-S3_IO_CONF = "spark.windowlib.io.s3"
-PARALLELISM_CONF = "spark.windowlib.io.parallelism"
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 _META = (("path", "string"), ("rows", "long"), ("bytes", "long"), ("sha256", "string"),
          ("task", "int"))     # the writer tasks' rows (column, type)
-
-
-def use_spark_io(spark: Any, loc: Uri, io: str = "auto") -> bool:
-    """Whether Spark's own reader/writer handles ``loc`` (see the module docstring)."""
-    if io not in IO_MODES:
-        raise DefinitionError(f"io must be one of {IO_MODES}, got {io!r}", code="ARGUMENT_INVALID")
-    if io != "auto":
-        return io == "spark"
-    if loc.scheme == "file":
-        return True
-    try:
-        return str(spark.conf.get(S3_IO_CONF, "arrow")).lower() == "spark"
-    except Exception:   # pragma: no cover
-        return False
-
-
-def cores(spark: Any) -> int:
-    """The cluster's cores: Spark's ``defaultParallelism`` (4 when unknown, e.g. over Spark
-    Connect, where the client has no SparkContext)."""
-    try:
-        return max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:
-        return 4
-
-
-def io_parallelism(spark: Any, n_items: int, parallelism: int | None = None) -> int:
-    """Tasks for ``n_items`` files: explicit, else the ``spark.windowlib.io.parallelism`` conf,
-    else twice the cluster's ``cores`` (I/O waits)."""
-    if parallelism is None:
-        try:
-            conf = spark.conf.get(PARALLELISM_CONF, None)
-        except Exception:   # pragma: no cover
-            conf = None
-        parallelism = int(conf) if conf else 2 * cores(spark)
-    return max(1, min(n_items, parallelism))
-
-
-def large_var_types(spark: Any) -> bool:
-    try:
-        value = spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
-    except Exception:   # pragma: no cover
-        return False
-    return str(value).lower() == "true"
 
 
 def as_struct(schema: Any) -> Any:

@@ -110,7 +110,8 @@ def stage_run(pipeline: Pipeline, source: PartitionedSource,
     from windowlib.engines.base import TimePolicy
     from windowlib.engines.spark.executors import FrameBundles, SparkExecutor
     from windowlib.engines.spark.session import get_or_create_session
-    from windowlib.runs.frames import io_parallelism, read_frame
+    from windowlib.runs.frames import read_frame
+    from windowlib.runs.io_settings import io_parallelism
     from windowlib.runs.run_outputs import (
         is_small_run,
         small_run,

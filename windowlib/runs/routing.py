@@ -215,8 +215,8 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
 
 def writer_tasks(spark: Any) -> int:
     """Writer tasks for a routed write: ``spark.sql.shuffle.partitions``, at least the I/O
-    parallelism of ``frames.io_parallelism`` (twice the default parallelism)."""
-    from windowlib.runs.frames import io_parallelism
+    parallelism of ``io_settings.io_parallelism`` (twice the default parallelism)."""
+    from windowlib.runs.io_settings import io_parallelism
 
     try:   # no default argument: Spark validates a default like a value set
         shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))

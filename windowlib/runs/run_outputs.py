@@ -16,7 +16,7 @@ counts — no separate counting job:
   (``runs/lateness.py``).
 
 A small run (``SMALL_RUN_ROWS``: new input rows plus saved state rows; ``is_small_run``) is
-planned and written with adaptive query execution off and at most ``frames.io_parallelism``
+planned and written with adaptive query execution off and at most ``io_settings.io_parallelism``
 shuffle partitions (``small_run``: ``session.scoped_conf`` around the run): adaptive execution
 submits every shuffle and broadcast stage as a job of its own, and each job pays Spark's
 scheduling latency, which dominates an hourly run; its gains (coalescing partitions by size,
@@ -208,14 +208,14 @@ def is_small_run(rows: int | None) -> bool:
 
 
 def small_writer_tasks(spark: Any) -> int:
-    """A small run's writer tasks: one per core (``frames.cores``), not more.
+    """A small run's writer tasks: one per core (``io_settings.cores``), not more.
 
     With two, most rows land in one writer task (``coalesce`` keeps the shuffled partitions
     apart from the cached ones), yet more tasks measured slower (``docs/performance.md``, "The
     thirteenth session"): they write the state as more files, and the next run then needs a
     stage and an exchange to join its state with its input, which it joins without one when
     both are a single partition."""
-    from windowlib.runs.frames import cores
+    from windowlib.runs.io_settings import cores
 
     return cores(spark)
 
@@ -228,7 +228,7 @@ def small_run(spark: Any, rows: int | None) -> Any:
     import contextlib
 
     from windowlib.engines.spark.session import scoped_conf
-    from windowlib.runs.frames import io_parallelism
+    from windowlib.runs.io_settings import io_parallelism
     from windowlib.runs.routing import writer_tasks
 
     if not is_small_run(rows):

@@ -40,11 +40,9 @@ from windowlib.core.partitions import (
     partition_precision,
 )
 from windowlib.core.schema import sql_identifier
-from windowlib.runs.frames import (
-    as_struct,
-    io_parallelism,
-    large_var_types,
-)
+from windowlib.engines.spark.session import large_var_types
+from windowlib.runs.frames import as_struct
+from windowlib.runs.io_settings import io_parallelism
 from windowlib.runs.source_readers import (
     ERROR_COLUMN,
     FILE_COLUMN,

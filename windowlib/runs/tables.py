@@ -155,7 +155,7 @@ def _once(read: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
 
 
 def _spark_reads(spark: Any, cs: CheckpointStore) -> bool:
-    from windowlib.runs.frames import use_spark_io
+    from windowlib.runs.io_settings import use_spark_io
     from windowlib.state.uri import Uri
 
     return use_spark_io(spark, Uri.parse(cs.uri))

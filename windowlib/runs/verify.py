@@ -107,7 +107,7 @@ def _table_problems(cs: Any, committed: list[Any], head: Any, settings: Any) -> 
 
 def _hash_files(spark: Any, files: list[Any], root: str, settings: Any) -> list[str]:
     """Problems of ``files``: sizes from one listing of ``root``, checksums in Spark tasks."""
-    from windowlib.runs.frames import io_parallelism
+    from windowlib.runs.io_settings import io_parallelism
     from windowlib.state.checksums import check_sizes
     from windowlib.state.stores import open_store
     from windowlib.state.taskfs import task_filesystem

@@ -99,6 +99,7 @@ from windowlib.engines.spark.result_types import (
     spark_type,
     with_result_schema,
 )
+from windowlib.engines.spark.session import large_var_types
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
 from windowlib.engines.spark.walk_values import WalkConfig
 from windowlib.engines.spark.walker import make_walker
@@ -356,7 +357,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     if seq_column is not None:
         needed.append(seq_column)
     arranged = arranged.select(*[user_col(c) for c in dict.fromkeys(needed)])
-    large = large_var_types(df)
+    large = large_var_types(df.sparkSession)
     config = WalkConfig(
         pipeline=pipeline, arrivals=plan.index, processing_times=plan.processing_times,
         watermarks=plan.watermarks, initial_watermark=plan.initial_watermark,
@@ -382,10 +383,3 @@ def shuffle_partitions(df: Any) -> int | None:
     except Exception:  # "auto" on some platforms, or a restricted Connect server
         return None
 
-
-def large_var_types(df: Any) -> bool:
-    try:
-        value = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
-    except Exception:  # pragma: no cover - conf not readable (restricted Connect servers)
-        return False
-    return str(value).lower() == "true"

@@ -74,7 +74,6 @@ from windowlib.engines.spark.columns import (
     user_col,
 )
 from windowlib.engines.spark.general import (
-    large_var_types,
     shuffle_partitions,
     tagged_part,
     walker_schema,
@@ -86,6 +85,7 @@ from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, PaneWalker
 from windowlib.engines.spark.planner import pane_trigger, session_sql_reasons
 from windowlib.engines.spark.result_types import with_result_schema
+from windowlib.engines.spark.session import large_var_types
 from windowlib.engines.spark.session_sql import split_sessions
 from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
 from windowlib.engines.spark.walk_values import WalkConfig
@@ -202,7 +202,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         seq_column=seq_column, has_absent=bool(absent), result_mode=mode,
         result_names=tuple(f.name for f in result), typed_tags=tuple(side_types),
         max_key_state=max_key_state, out_schema_json=out_schema.json(),
-        large_types=large_var_types(df))
+        large_types=large_var_types(df.sparkSession))
     if sessions:
         walker = make_walker(SessionWalkConfig(
             walk=config, watermark_before=list(parts.W_before),

@@ -258,6 +258,15 @@ def scoped_conf(spark: Any, settings: Mapping[str, str]) -> Iterator[bool]:
                         _restore(spark, scope[1])
 
 
+def large_var_types(spark: Any) -> bool:
+    """Whether ``spark`` hands Arrow data to Python with 64-bit offsets
+    (``spark.sql.execution.arrow.useLargeVarTypes``): the Arrow types the walkers and the
+    reader tasks must produce. False when the conf cannot be read (restricted Connect
+    servers)."""
+    return str(_conf_or_none(spark, "spark.sql.execution.arrow.useLargeVarTypes")).lower() \
+        == "true"
+
+
 def _conf_or_none(spark: Any, name: str) -> str | None:
     try:   # no default argument: Spark validates a default like a value set
         return spark.conf.get(name)
