@@ -113,18 +113,18 @@ class Struct:
     def conform(self, row: Any) -> dict:
         """``row`` (a mapping or a dataclass instance) in canonical form; ``Mismatch`` when
         it does not fit (see the module docstring)."""
+        return self.converter()(row, "")
+
+    def converter(self) -> Callable[[Any, str], dict]:
+        """``conform`` as a function of ``(row, "")``, built once per type and kept: a caller
+        that checks many rows looks it up once."""
         # by identity: hashing a frozen dataclass walks every field (once per row otherwise)
         entry = _ROW_CONVERTERS.get(id(self))
         if entry is None or entry[0] is not self:
             if len(_ROW_CONVERTERS) >= 512:
                 _ROW_CONVERTERS.clear()
             entry = _ROW_CONVERTERS[id(self)] = (self, _converter(self))
-        return entry[1](row, "")
-
-    def converter(self) -> Callable[[Any, str], dict]:
-        """``conform`` as a function of ``(row, "")``, for a caller that checks many rows
-        (no lookup per row)."""
-        return _converter(self)
+        return entry[1]
 
 
 _ROW_CONVERTERS: dict[int, tuple[Struct, Callable[[Any, str], Any]]] = {}
