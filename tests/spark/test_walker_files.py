@@ -7,7 +7,9 @@
   names with spaces and dots, typed and untyped side outputs, late and rejected rows.
 - ``unpersist()`` deletes the files; a failing user function is its coded error and leaves
   no directory behind.
-- A retried task replaces its partition's file; a failed walk leaves no file.
+- Each kind of row (firings, late, rejects, side outputs) is kept in files of its own, so an
+  output reads only its own files: the late and rejects outputs do not scan the firings.
+- A retried task replaces its partition's files; a failed walk leaves no file.
 - Types Parquet does not keep exactly (intervals) keep the cache.
 """
 
@@ -23,6 +25,7 @@ from spark_session import ship_by_value
 
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
+from windowlib.engines.spark.columns import KIND
 from windowlib.engines.spark.session import scoped_conf
 from windowlib.engines.spark.walker_files import WALKER_OUTPUT_CONF, _file_writer, _keeps
 
@@ -123,6 +126,28 @@ def test_outputs_read_from_the_walkers_files_equal_the_cached_ones(spark, path):
     assert got["big"][1] and got["audit"][1]
 
 
+@pytest.mark.parametrize("path", ["panes", "general"])
+def test_each_output_reads_only_the_files_of_its_own_rows(spark, path):
+    import shutil
+
+    result = run_dataframe(_pipeline(Everything()), _frame(spark), "hour", finalize=True,
+                           path=path, order_by="seq")
+    expected = {name: sorted(map(tuple, getattr(result, name).collect()), key=repr)
+                for name in ("late", "rejects")}
+    assert len(expected["late"]) == 1 and len(expected["rejects"]) == 2
+    directory = result.run.detail.files.directory
+    kinds = set(os.listdir(directory))     # (the general path also keeps its statistics)
+    assert {f"{KIND}={k}" for k in ("firing", "late", "reject", "side")} <= kinds
+    # without the firings' files, the element outputs still read (they never open them) ...
+    shutil.rmtree(os.path.join(directory, "__wl_kind=firing"))
+    for name, rows in expected.items():
+        assert sorted(map(tuple, getattr(result, name).collect()), key=repr) == rows
+    # ... and the firings do not
+    with pytest.raises(Exception, match=r"(?i)not exist|FileNotFound"):
+        result.firings.collect()
+    result.unpersist()
+
+
 def test_unpersist_deletes_the_files(spark):
     result = run_dataframe(_pipeline(Untyped()), _frame(spark), "hour", finalize=True,
                            order_by="seq")
@@ -159,7 +184,7 @@ def _walk(batches):
 def test_a_retried_partition_replaces_its_file_and_a_failed_walk_leaves_none(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from pyspark.sql.types import LongType, StructField, StructType
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     schema = StructType([StructField("n", LongType(), True)])
     write = _file_writer(_walk, str(tmp_path), schema.json(), False)
@@ -171,6 +196,28 @@ def test_a_retried_partition_replaces_its_file_and_a_failed_walk_leaves_none(tmp
     assert list(write(iter([batch([4])]))) == []     # the same partition again
     assert os.listdir(tmp_path) == ["part-00000.parquet"]
     assert pq.read_table(tmp_path / "part-00000.parquet").column("n").to_pylist() == [4]
+
+    # with a kind column: one file per kind; a retry that no longer yields a kind removes
+    # the first attempt's file of it
+    kinds = tmp_path / "kinds"
+    os.makedirs(kinds)
+    tagged = StructType([StructField(KIND, StringType(), False),
+                         StructField("n", LongType(), True)])
+    write = _file_writer(_walk, str(kinds), tagged.json(), False)
+
+    def rows(pairs):
+        return pa.RecordBatch.from_pydict({KIND: pa.array([k for k, _ in pairs]),
+                                           "n": pa.array([n for _, n in pairs], pa.int64())})
+
+    assert list(write(iter([rows([("firing", 1), ("late", 2), ("firing", 3)]),
+                            rows([("late", 4)])]))) == []
+    read = {d: pq.read_table(kinds / d / "part-00000.parquet").column("n").to_pylist()
+            for d in sorted(os.listdir(kinds))}
+    assert read == {f"{KIND}=firing": [1, 3], f"{KIND}=late": [2, 4]}
+    assert list(write(iter([rows([("firing", 5)])]))) == []      # the retry: no late rows
+    assert [sorted(os.listdir(kinds / d)) for d in sorted(os.listdir(kinds))] == [
+        ["part-00000.parquet"], []]
+    assert pq.read_table(kinds / f"{KIND}=firing").column("n").to_pylist() == [5]
 
     def broken(batches):
         yield from batches
