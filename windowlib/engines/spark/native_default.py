@@ -54,7 +54,6 @@ from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.bundles import ARRIVAL, TREASON, TS
 from windowlib.engines.spark.columns import user_col
 from windowlib.engines.spark.native_parts import (
-    BSTAR,
     MX,
     ON_N,
     PB,
@@ -223,8 +222,7 @@ def default_firings(parts: Parts) -> Any:
     on = F.col(WP) < F.col(MX)
     agg_exprs, on_accs = parts.accumulators("__wl_a", mask=on)
     main = parts.with_on_time_clocks(kept.groupBy(*parts.group).agg(
-        F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs,
-        parts.on_time_bundle().alias(BSTAR)), ranked=True)   # (of ``WS``, a grouping column)
+        F.count(F.when(on, F.lit(1))).alias(ON_N), *agg_exprs))
 
     branch = late_branch(parts, late_rows=late_rows)
     late, run_accs, prev_accs = branch.rows, branch.running, branch.previous

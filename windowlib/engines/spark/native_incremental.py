@@ -249,10 +249,8 @@ def _windows(parts: Parts, inputs: NativeInputs, state: Any, df: Any, every: int
         early_n = (F.floor(on_total / F.lit(every)) - F.floor(saved_n / F.lit(every)))
         if not parts.accumulating:
             ot = decided & (F.pmod(on_total, F.lit(every)) != F.lit(0))
-    w0 = parts.with_on_time_clocks(w0.withColumns({**total_cols,
-                                                   BSTAR: parts.on_time_bundle()}),
-                                   also={OT: ot, EARLY_N: early_n, DECIDED: decided},
-                                   ranked=True)
+    w0 = parts.with_on_time_clocks(w0.withColumns(total_cols),
+                                   also={OT: ot, EARLY_N: early_n, DECIDED: decided})
     ot, early_n = F.col(OT), F.col(EARLY_N)
     panes_s = panes_s + early_n         # the firings before this run's ON_TIME and late ones
     since_last = totals     # the pane's contents since the last firing (null: none)

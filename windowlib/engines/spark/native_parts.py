@@ -261,26 +261,15 @@ class Parts:
         return F.struct(*[v.alias(n) for v, n in zip(self._values(*args), self.entry_names())],
                         emit.alias("emit"))
 
-    def on_time_bundle(self) -> Any:
-        """Per window (an expression of ``WS``), the bundle of its ON_TIME firing: the first
-        whose watermark reaches the window's ``max`` (``len(P)`` if none in this run)."""
-        from pyspark.sql import functions as F
-
-        return rank(self.max_sql, self.W) if self.P else F.lit(0)
-
-    def with_on_time_clocks(self, frame: Any, also: Mapping[str, Any] | None = None, *,
-                            ranked: bool = False) -> Any:
-        """``frame`` (one row per window) with the bundle of its ON_TIME firing
-        (``on_time_bundle``: ``BSTAR``) and the clocks there, computed once per row (columns,
-        so the search tree is not repeated inside the firing expressions). ``ranked``:
-        ``frame`` already has ``BSTAR`` (computed in its own projection or aggregate, which
-        saves one analysed operation). ``also``: more columns added in the same projection
-        (they may read ``BSTAR``, not the clocks)."""
+    def with_on_time_clocks(self, frame: Any, also: Mapping[str, Any] | None = None) -> Any:
+        """``frame`` (one row per window) with the bundle of its ON_TIME firing (``len(P)``
+        if none in this run) and the clocks there, computed once per row (columns, so the
+        search tree is not repeated inside the firing expressions). ``also``: more columns
+        added in the same projection (they may read ``BSTAR``, not the clocks)."""
         from pyspark.sql import functions as F
 
         n, W, P = len(self.P), self.W, self.P
-        if not ranked:
-            frame = frame.withColumn(BSTAR, self.on_time_bundle())
+        frame = frame.withColumn(BSTAR, rank(self.max_sql, W) if n else F.lit(0))
         in_run = F.col(BSTAR) < F.lit(n)
         return frame.withColumns({OT_W: F.when(in_run, at(W, F.col(BSTAR))),
                                   OT_P: F.when(in_run, at(P, F.col(BSTAR))), **(also or {})})
