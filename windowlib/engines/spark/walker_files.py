@@ -186,7 +186,7 @@ class _PartitionFiles:
     kinds this one did not yield), removed by ``discard`` unless committed."""
 
     def __init__(self, directory: str, partition: int, target: Any) -> None:
-        self.directory, self.target = directory, target
+        self.directory = directory
         self.name = f"part-{partition:05d}.parquet"
         self.hidden = f".part-{partition:05d}-{uuid.uuid4().hex}.parquet"
         self.kind_at = target.get_field_index(KIND)      # -1: no kinds
@@ -201,9 +201,9 @@ class _PartitionFiles:
 
         kinds = batch.column(self.kind_at)
         rows = batch.remove_column(self.kind_at)
-        for kind in pc.unique(kinds).to_pylist():
-            part = rows if len(rows) == 0 or pc.all(pc.equal(kinds, kind)).as_py() else \
-                rows.filter(pc.equal(kinds, kind))
+        present = pc.unique(kinds).to_pylist()       # usually one: the walker's batches
+        for kind in present:                          # are of one kind
+            part = rows if len(present) == 1 else rows.filter(pc.equal(kinds, kind))
             self._writer(kind).write_batch(part)
 
     def _writer(self, kind: str | None) -> Any:
