@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from windowlib.core.errors import DefinitionError
+from windowlib.engines.spark.session import conf_value
 from windowlib.state.uri import Uri
 
 __all__ = ["IO_MODES", "PARALLELISM_CONF", "S3_IO_CONF", "cores", "io_parallelism",
@@ -26,10 +27,7 @@ def use_spark_io(spark: Any, loc: Uri, io: str = "auto") -> bool:
         return io == "spark"
     if loc.scheme == "file":
         return True
-    try:
-        return str(spark.conf.get(S3_IO_CONF, "arrow")).lower() == "spark"
-    except Exception:   # pragma: no cover
-        return False
+    return str(conf_value(spark, S3_IO_CONF) or "arrow").lower() == "spark"
 
 
 def cores(spark: Any) -> int:
@@ -45,9 +43,6 @@ def io_parallelism(spark: Any, n_items: int, parallelism: int | None = None) -> 
     """Tasks for ``n_items`` files: explicit, else the ``spark.windowlib.io.parallelism`` conf,
     else twice the cluster's ``cores`` (I/O waits)."""
     if parallelism is None:
-        try:
-            conf = spark.conf.get(PARALLELISM_CONF, None)
-        except Exception:   # pragma: no cover
-            conf = None
+        conf = conf_value(spark, PARALLELISM_CONF)
         parallelism = int(conf) if conf else 2 * cores(spark)
     return max(1, min(n_items, parallelism))

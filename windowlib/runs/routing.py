@@ -216,13 +216,10 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
 def writer_tasks(spark: Any) -> int:
     """Writer tasks for a routed write: ``spark.sql.shuffle.partitions``, at least the I/O
     parallelism of ``io_settings.io_parallelism`` (twice the default parallelism)."""
+    from windowlib.engines.spark.session import shuffle_partitions
     from windowlib.runs.io_settings import io_parallelism
 
-    try:   # no default argument: Spark validates a default like a value set
-        shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    except Exception:       # "auto" on some platforms, or a restricted Connect server
-        shuffle = 0
-    return max(shuffle, io_parallelism(spark, 1 << 30))
+    return max(shuffle_partitions(spark) or 0, io_parallelism(spark, 1 << 30))
 
 
 def _make_routed_writer(fs: TaskFilesystem,

@@ -99,7 +99,7 @@ from windowlib.engines.spark.result_types import (
     spark_type,
     with_result_schema,
 )
-from windowlib.engines.spark.session import large_var_types
+from windowlib.engines.spark.session import large_var_types, shuffle_partitions
 from windowlib.engines.spark.state import STATE_FORMAT_VERSION, STATE_KIND, check_state_frame
 from windowlib.engines.spark.walk_values import WalkConfig
 from windowlib.engines.spark.walker import make_walker
@@ -343,7 +343,7 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
     elif keys:
         # an explicit partition count: adaptive execution would otherwise coalesce the shuffle
         # by bytes into one or two partitions, but here the cost is Python time per row
-        n = partitions if partitions is not None else shuffle_partitions(df)
+        n = partitions if partitions is not None else shuffle_partitions(df.sparkSession)
         arranged = prepared.repartition(n, *keys) if n else prepared.repartition(*keys)
     else:
         arranged = prepared.repartition(1)
@@ -376,10 +376,4 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                       typed_tags=tuple(side_types), files=files)
 
 
-def shuffle_partitions(df: Any) -> int | None:
-    try:
-        value = df.sparkSession.conf.get("spark.sql.shuffle.partitions", None)
-        return int(value) if value is not None else None
-    except Exception:  # "auto" on some platforms, or a restricted Connect server
-        return None
 

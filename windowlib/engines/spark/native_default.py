@@ -66,6 +66,7 @@ from windowlib.engines.spark.native_parts import (
     Parts,
     at_sql,
 )
+from windowlib.engines.spark.session import conf_value
 
 ROLE, K = "__wl_role", "__wl_k"
 ON_TIME_MARK, RETRACTION, LATE_FIRING = 0, 1, 2
@@ -106,7 +107,7 @@ def prefers_shared_scan(setting: str, counts: Sequence[int], keys: Sequence[int 
 
 def shared_scan_setting(spark: Any) -> str:
     """The session's ``SHARED_SCAN_CONF`` (``auto`` when unset)."""
-    return str(spark.conf.get(SHARED_SCAN_CONF, "auto"))
+    return conf_value(spark, SHARED_SCAN_CONF) or "auto"
 
 
 def bundle_keys(stats: Mapping[Any, Any] | None, arrivals: Sequence[Any]) -> list[int | None]:

@@ -74,7 +74,6 @@ from windowlib.engines.spark.columns import (
     user_col,
 )
 from windowlib.engines.spark.general import (
-    shuffle_partitions,
     tagged_part,
     walker_schema,
 )
@@ -85,7 +84,7 @@ from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, PaneWalker
 from windowlib.engines.spark.planner import pane_trigger, session_sql_reasons
 from windowlib.engines.spark.result_types import with_result_schema
-from windowlib.engines.spark.session import large_var_types
+from windowlib.engines.spark.session import large_var_types, shuffle_partitions
 from windowlib.engines.spark.session_sql import split_sessions
 from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
 from windowlib.engines.spark.walk_values import WalkConfig
@@ -173,7 +172,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         kept_and_passed(logic.assigner, inputs.screened, parts.lateness)
     passed = [] if sessions else [F.col(REASON)]
     if keys:
-        n = partitions if partitions is not None else shuffle_partitions(df)
+        n = partitions if partitions is not None else shuffle_partitions(df.sparkSession)
         rows = rows.repartition(n, *keys) if n else rows.repartition(*keys)
     else:
         rows = rows.repartition(1)

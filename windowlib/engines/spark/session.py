@@ -235,7 +235,7 @@ def scoped_conf(spark: Any, settings: Mapping[str, str]) -> Iterator[bool]:
         scope = _SCOPES.get(key)
         if scope is None:
             try:
-                saved = {name: _conf_or_none(spark, name) for name in settings}
+                saved = {name: conf_value(spark, name) for name in settings}
                 for name, value in settings.items():
                     spark.conf.set(name, value)
             except Exception:       # not settable here: leave the session as it was
@@ -263,11 +263,23 @@ def large_var_types(spark: Any) -> bool:
     (``spark.sql.execution.arrow.useLargeVarTypes``): the Arrow types the walkers and the
     reader tasks must produce. False when the conf cannot be read (restricted Connect
     servers)."""
-    return str(_conf_or_none(spark, "spark.sql.execution.arrow.useLargeVarTypes")).lower() \
+    return str(conf_value(spark, "spark.sql.execution.arrow.useLargeVarTypes")).lower() \
         == "true"
 
 
-def _conf_or_none(spark: Any, name: str) -> str | None:
+def shuffle_partitions(spark: Any) -> int | None:
+    """``spark.sql.shuffle.partitions`` as a number; ``None`` when it is not one ("auto" on
+    some platforms) or cannot be read (a restricted Connect server)."""
+    value = conf_value(spark, "spark.sql.shuffle.partitions")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def conf_value(spark: Any, name: str) -> str | None:
+    """The session's setting ``name``; ``None`` when it is unset or cannot be read (a
+    restricted Connect server). Every optional windowlib setting is read through here."""
     try:   # no default argument: Spark validates a default like a value set
         return spark.conf.get(name)
     except Exception:

@@ -43,6 +43,7 @@ from typing import Any
 from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.columns import KIND, map_in_arrow
 from windowlib.engines.spark.errors import reraise
+from windowlib.engines.spark.session import conf_value
 from windowlib.engines.spark.shipping import is_connect, is_local_master
 
 __all__ = ["WALKER_OUTPUT_CONF", "WalkerFiles", "walker_output", "write_walker_output"]
@@ -124,10 +125,7 @@ def _file_uri(directory: str) -> str:
 def _eligible(spark: Any, schema: Any) -> bool:
     if is_connect(spark):
         return False
-    try:
-        setting = str(spark.conf.get(WALKER_OUTPUT_CONF, "files")).strip().lower()
-    except Exception:  # pragma: no cover - a conf that cannot be read: keep the cache
-        return False
+    setting = (conf_value(spark, WALKER_OUTPUT_CONF) or "files").strip().lower()
     return setting != "cache" and is_local_master(spark) and _keeps(schema)
 
 
