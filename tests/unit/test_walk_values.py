@@ -10,7 +10,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from windowlib.engines.spark.walk_values import batch_columns, py_values
+from windowlib.engines.spark.walk_values import batch_columns, py_values, rows_at
 
 pytestmark = pytest.mark.unit
 
@@ -72,3 +72,20 @@ def test_batch_columns_gives_python_values_of_every_user_column():
     values, raw = batch_columns(batch, ["ts", "key", "value"], set())
     assert values == raw == [[T0, None], ["a", "b"], [1, 2]]
     assert type(values[0][0]) is dt.datetime and type(values[2][0]) is int
+
+
+@pytest.mark.parametrize("columns", [
+    ("key", "ts", "value"),
+    ("it's", 'a "quoted" name', "back\\slash", "new\nline", "é", "class", "c0", "j"),
+    ("same", "other", "same"),       # a repeated name keeps its last value, as dict(zip())
+    (),
+])
+def test_rows_at_gives_the_row_dicts_dict_zip_gives(columns):
+    lists = [[f"{name}{i}" for i in range(5)] for name in columns]
+    positions = [4, 0, 2, 2]
+    got = rows_at(columns)(positions, *lists)
+    rows = list(zip(*lists)) if columns else [()] * 5
+    assert got == [dict(zip(columns, rows[j])) for j in positions]
+    assert [list(row) for row in got] == [list(dict(zip(columns, rows[j]))) for j in positions]
+    assert got[2] is not got[3]          # a new dict per row, even for a repeated position
+    assert rows_at(columns) is rows_at(columns)        # compiled once per tuple of names

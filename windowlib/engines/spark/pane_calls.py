@@ -37,7 +37,7 @@ from windowlib.engines.spark.columns import ABSENT, FLUSH_ROWS
 from windowlib.engines.spark.json_rows import json_texts
 from windowlib.engines.spark.pane_batches import KEY_ARRAYS, batch_firings, key_arrays
 from windowlib.engines.spark.pane_records import KeyScope
-from windowlib.engines.spark.walk_values import batch_columns, py_values
+from windowlib.engines.spark.walk_values import batch_columns, py_values, rows_at
 
 __all__ = ["TIMINGS", "firing_calls"]
 
@@ -119,8 +119,8 @@ def _elements(cols: list[list], order: np.ndarray, user_columns: tuple,
               absent: list | None) -> list[dict]:
     """Each row's element value as the walk buffers it (a row dict of the user columns,
     absent ones left out), in ``order``."""
-    rows, positions = list(zip(*cols)), order.tolist()
-    elements = [dict(zip(user_columns, rows[j])) for j in positions]
+    positions = order.tolist()
+    elements = rows_at(user_columns)(positions, *cols)
     if absent is not None:
         for element, j in zip(elements, positions):
             for c in absent[j] or ():
@@ -139,11 +139,9 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
     results, size = walker.runner.value_results, walker.size
     uses_context = walker.uses_context
     clock, position, logic = walker.clock, walker.walk, walker.logic
-    starts = firings["ws"]
-    windows = list(map(time_window_of, zip(starts.tolist(), (starts + size).tolist())))
+    windows = _windows(firings["ws"], size)
     panes = _panes(firings["index"], firings["kind"], np.asarray(is_final, dtype=np.int64))
-    values = list(map(elements.__getitem__, map(slice, firings["first"].tolist(),
-                                                 (firings["last"] + 1).tolist())))
+    values = _pane_values(elements, firings["first"], firings["last"])
     cursor = _FiringCursor(firings)
     n = len(windows)
     rows: list[dict] = []
@@ -176,6 +174,29 @@ def _call_each(walker: Any, firings: dict, is_final: list, elements: list, keys:
     owner = np.repeat(np.arange(n), per_firing)
     first_number = np.repeat(before + 1 - np.cumsum(per_firing) + per_firing, per_firing)
     return rows, owner, first_number + np.arange(len(owner))
+
+
+def _windows(starts: np.ndarray, size: int) -> list:
+    """Each firing's ``TimeWindow`` (``starts``: their starts): one object per distinct
+    start, shared by its firings (a window is an immutable tuple), when starts repeat."""
+    distinct = np.unique(starts)
+    if 2 * len(distinct) > len(starts):
+        return list(map(time_window_of, zip(starts.tolist(), (starts + size).tolist())))
+    by_start = {s: time_window_of((s, s + size)) for s in distinct.tolist()}
+    return list(map(by_start.__getitem__, starts.tolist()))
+
+
+def _pane_values(elements: list, first: np.ndarray, last: np.ndarray) -> list[list]:
+    """Each firing's element values, ``elements[first:last + 1]``: a new list per firing (the
+    function may keep it)."""
+    longer = np.flatnonzero(last > first)
+    if 2 * len(longer) > len(first):
+        return list(map(elements.__getitem__, map(slice, first.tolist(), (last + 1).tolist())))
+    values = [[value] for value in map(elements.__getitem__, first.tolist())]
+    for i, begin, end in zip(longer.tolist(), first[longer].tolist(),
+                             (last[longer] + 1).tolist()):
+        values[i] = elements[begin:end]
+    return values
 
 
 def _panes(index: np.ndarray, kind: np.ndarray, is_last: np.ndarray) -> list[PaneInfo]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from windowlib.core.codec import decode
@@ -18,7 +19,7 @@ from windowlib.core.pipeline import Pipeline
 from windowlib.core.time import MIN_TS, NOT_FINITE
 
 __all__ = ["WalkConfig", "batch_columns", "finite_clock", "finite_clocks", "key_state_limit",
-           "naive_type", "py_values", "worker_memory_exceeded"]
+           "naive_type", "py_values", "rows_at", "worker_memory_exceeded"]
 
 _NUMPY_TIME_UNITS = frozenset({"s", "ms", "us"})
 WORKER_MEMORY_HINT = ("give the Python workers more memory (spark.executor.pyspark.memory, or "
@@ -94,6 +95,22 @@ def batch_columns(batch: Any, user_columns: Sequence[str], json_columns: Set[str
     cols = [[None if v is None else decode(json.loads(v)) for v in col]
             if c in json_columns else col for c, col in zip(user_columns, raw_cols)]
     return cols, raw_cols
+
+
+@lru_cache(maxsize=64)
+def rows_at(columns: tuple[str, ...]) -> Callable[..., list[dict]]:
+    """A function ``(positions, *lists)`` giving, for each position ``j``, the row dict
+    ``{columns[0]: lists[0][j], ...}``: what ``[dict(zip(columns, row)) for row in rows]``
+    gives, in half the time (one list comprehension of a dict display, compiled once per
+    tuple of names). The names enter the compiled source only as string literals
+    (``repr``), never as code, so any name is safe; a repeated name keeps its last value, as
+    ``dict(zip())`` does."""
+    args = "".join(f", c{i}" for i in range(len(columns)))
+    items = ", ".join(f"{name!r}: c{i}[j]" for i, name in enumerate(columns))
+    source = f"def rows_at(positions{args}):\n    return [{{{items}}} for j in positions]\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<windowlib rows_at {len(columns)} columns>", "exec"), namespace)
+    return namespace["rows_at"]
 
 
 def key_state_limit(key: Any, size: int, limit: int) -> ExecutionError:
