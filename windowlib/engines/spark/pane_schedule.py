@@ -60,7 +60,7 @@ from windowlib.engines.spark.pane_batches import (
 from windowlib.engines.spark.pane_calls import TIMINGS, firing_calls
 from windowlib.engines.spark.walk_values import py_values
 
-__all__ = ["CHUNK_ROWS", "GATHER_ROWS", "eligible", "walk"]
+__all__ = ["CHUNK_ROWS", "GATHER_ROWS", "eligible", "stable_lexsort", "walk"]
 
 CHUNK_ROWS = 65_536        # input rows gathered before the complete key runs are walked
 GATHER_ROWS = 4 * CHUNK_ROWS     # a key run longer than this: the rest per element
@@ -165,7 +165,7 @@ def _firings(walker: Any, table: Any, run_lengths: np.ndarray) -> dict | None:
     sub = table.column(SUB).to_numpy().astype(np.int64)
     ws = table.column(WS).to_numpy().astype(np.int64)
     run = np.repeat(np.arange(len(run_lengths)), run_lengths)
-    order = np.lexsort((np.arange(len(ws)), ws, run))      # by run, window, arrival
+    order = stable_lexsort((ws, run))      # by run, window, arrival
     b, sub, ws, run = b[order], sub[order], ws[order], run[order]
     mx = ws + (size - 1)
     met = np.asarray(walker.w_before, dtype=np.int64)[b]      # the watermark each row met
@@ -200,7 +200,7 @@ def _firings(walker: Any, table: Any, run_lengths: np.ndarray) -> dict | None:
     pos = np.concatenate([pos, first[on_windows] + n_on[on_windows] - 1])
     kind = np.concatenate([kind, np.full(len(on_windows), _ON_TIME)])
     # a window's panes in order: by position, EARLY before ON_TIME at the same row
-    by_window = np.lexsort((kind, pos))
+    by_window = stable_lexsort((kind, pos))
     pos, kind = pos[by_window], kind[by_window]
     win = window[pos]
     starts_window = np.ones(len(pos), dtype=bool)
@@ -224,13 +224,41 @@ def _firings(walker: Any, table: Any, run_lengths: np.ndarray) -> dict | None:
                      PHASE_ELEMENTS)
     fire_sub = np.where(timer, 0, sub[pos])
     tie = np.where(timer, ws[pos], order[pos])     # step 2: input row; step 3: start
-    output = np.lexsort((tie, phase, fire_b, run[pos]))
+    output = stable_lexsort((tie, phase, fire_b, run[pos]))
     return {
         "run": run[pos][output], "ws": ws[pos][output], "kind": kind[output],
         "index": index[output], "b": fire_b[output], "phase": phase[output],
         "sub": fire_sub[output], "watermark": watermark[output],
         "processing": processing[output], "first": pane_first[output],
         "last": pos[output], "window": win[output], "order": order}
+
+
+def stable_lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(keys)``: the order by the last key, then the one before, ..., ties in
+    input order. Integer keys whose ranges fit together in 63 bits (each key's values offset
+    by its minimum and divided by their common step) are packed into one ``int64`` and
+    sorted once, stably: several times faster than ``lexsort``, which it falls back to
+    otherwise."""
+    n = len(keys[0])
+    if n < 2:
+        return np.arange(n)
+    parts, total = [], 1
+    for key in keys:
+        low, high = int(key.min()), int(key.max())
+        if high - low >= 2**63:
+            return np.lexsort(keys)
+        offset = key - low if low else key
+        step = int(np.gcd.reduce(offset)) or 1
+        span = (high - low) // step + 1
+        total *= span
+        if total >= 2**63:
+            return np.lexsort(keys)
+        parts.append((offset // step if step > 1 else offset, span))
+    packed, scale = np.zeros(n, dtype=np.int64), 1
+    for offset, span in parts:
+        packed += offset * scale
+        scale *= span
+    return np.argsort(packed, kind="stable")
 
 
 def _rank_in_window(flags: np.ndarray, first: np.ndarray, window: np.ndarray) -> np.ndarray:
