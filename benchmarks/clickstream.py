@@ -50,6 +50,22 @@ def load() -> str:
     return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
+def code_source() -> str:
+    """Where the timed ``windowlib`` comes from, printed next to the figures: the driver's
+    package, and a warning when local Python workers would import another one. They start
+    as ``python -m ...``, which puts the working directory first on their path, so a
+    ``windowlib/`` there wins over ``PYTHONPATH`` in the tasks (an A/B of two checkouts
+    must run each from its own directory, ``docs/performance.md``)."""
+    import windowlib
+
+    driver = os.path.dirname(os.path.realpath(windowlib.__file__))
+    here = os.path.realpath(os.path.join(os.getcwd(), "windowlib"))
+    if os.path.isfile(os.path.join(here, "__init__.py")) and here != driver:
+        return (f"windowlib from {driver} (driver); WARNING: the local Python workers import "
+                f"{here}, the working directory's")
+    return f"windowlib from {driver}"
+
+
 def in_turn(sides: list, round_index: int) -> list:
     """``sides`` in the order they are timed in round ``round_index``: the side that goes
     first changes every round (a run's place in a round moved identical runs by ~40 ms)."""

@@ -58,7 +58,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream, in_turn
+from clickstream import code_source, ensure_clickstream, in_turn
 
 import windowlib as wl
 from windowlib import aggregates as agg
@@ -222,7 +222,7 @@ def main() -> None:
     hours = hours[:args.runs] if args.runs else hours
     with tempfile.TemporaryDirectory(prefix="wl-bench-inc-") as work:
         print(load())
-        print(f"windowlib from {os.path.dirname(os.path.abspath(wl.__file__))}")
+        print(code_source())
         print(f"{len(hours)} hourly runs over {args.events:,} events, {args.keys:,} keys")
         print(f"order: {'windowlib only' if args.skip_sss else args.order}")
         ours = WindowlibRuns(spark, data, os.path.join(work, "wl"), early=args.early,

@@ -33,7 +33,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream, in_turn, load
+from clickstream import code_source, ensure_clickstream, in_turn, load
 from spark_general_path import pipelines, ship_pipelines
 
 import windowlib as wl
@@ -108,8 +108,7 @@ def main() -> None:
               f"({load()})", flush=True)
     medians = {stage: statistics.median(values) for stage, values in seen.items()}
     print(f"{args.case}: {path}, median of {args.repeat} after {args.warmup} warm-up rounds; "
-          f"{load()}; windowlib from "
-          f"{os.path.dirname(wl.__file__)}")
+          f"{load()}; {code_source()}")
     print("  " + "  ".join(f"{stage} {medians[stage]:.2f} s" for stage in STAGES)
           + f"  ratio {medians['total'] / medians['hand']:.2f}x hand SQL", flush=True)
     spark.stop()

@@ -47,7 +47,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from clickstream import ensure_clickstream
+from clickstream import code_source, ensure_clickstream
 
 import windowlib as wl
 from windowlib.engines.spark import run_dataframe
@@ -245,7 +245,7 @@ def main() -> None:
     t0 = time.perf_counter()
     path = ensure_clickstream(data, events=args.events, keys=args.keys, spark=spark)
     print(f"data: {path} (ready in {time.perf_counter() - t0:.1f} s); local[2]; "
-          f"windowlib from {os.path.dirname(wl.__file__)}")
+          f"{code_source()}")
     if not args.skip_full:
         bench(spark, lambda: spark.read.parquet(path), "all partitions", cases, args.repeat,
               args.result_schema, args.warmup)
