@@ -139,7 +139,7 @@ def test_each_output_reads_only_the_files_of_its_own_rows(spark, path):
     kinds = set(os.listdir(directory))     # (the general path also keeps its statistics)
     assert {f"{KIND}={k}" for k in ("firing", "late", "reject", "side")} <= kinds
     # without the firings' files, the element outputs still read (they never open them) ...
-    shutil.rmtree(os.path.join(directory, "__wl_kind=firing"))
+    shutil.rmtree(os.path.join(directory, f"{KIND}=firing"))
     for name, rows in expected.items():
         assert sorted(map(tuple, getattr(result, name).collect()), key=repr) == rows
     # ... and the firings do not

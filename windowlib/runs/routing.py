@@ -43,6 +43,7 @@ from windowlib.core.errors import DefinitionError, InputError, StateError
 from windowlib.core.schema import sql_identifier
 from windowlib.engines.spark.columns import map_in_arrow, struct_of
 from windowlib.engines.spark.outputs import ROUTE_SEP
+from windowlib.engines.spark.session import shuffle_partitions
 from windowlib.runs.frames import _TOKEN, FrameFile, FrameInfo
 from windowlib.state.partfiles import PartFiles
 from windowlib.state.s3config import S3Settings
@@ -216,7 +217,6 @@ def write_routed(routed: Any, outputs: Mapping[str, OutputSpec], *,
 def writer_tasks(spark: Any) -> int:
     """Writer tasks for a routed write: ``spark.sql.shuffle.partitions``, at least the I/O
     parallelism of ``io_settings.io_parallelism`` (twice the default parallelism)."""
-    from windowlib.engines.spark.session import shuffle_partitions
     from windowlib.runs.io_settings import io_parallelism
 
     return max(shuffle_partitions(spark) or 0, io_parallelism(spark, 1 << 30))

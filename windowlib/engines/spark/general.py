@@ -374,6 +374,3 @@ def run_general(pipeline: Pipeline, df: Any, arrival: str, *,
                       retracting=logic.retracting, element_columns=tuple(user_columns),
                       emit_state=emit_state, persisted=persist and files is None,
                       typed_tags=tuple(side_types), files=files)
-
-
-
