@@ -15,7 +15,9 @@ from windowlib.engines.spark import pane_batches, pane_schedule, run_dataframe
 from windowlib.engines.spark import walker_files as walker_files_module
 from windowlib.engines.spark.pane_walker import PaneWalker
 from windowlib.engines.spark.session import scoped_conf
+from windowlib.engines.spark.testing import run_bundles_on_spark
 from windowlib.engines.spark.walker_files import WALKER_OUTPUT_CONF
+from windowlib.testing import Bundle, run_bundles
 
 pytestmark = pytest.mark.spark
 ship_by_value(sys.modules[__name__])
@@ -37,6 +39,21 @@ class ElementsSeen(wl.BatchWindowFunction):
         return pa.table({"pane_id": pa.array(ids, pa.int64()),
                          "seen": ["|".join(seen[i]) for i in ids],
                          "n": [len(seen[i]) for i in ids]})
+
+
+class ElementsSeenBackwards(ElementsSeen):
+    """``ElementsSeen`` with two rows per pane, all returned last pane first: the walker
+    puts them back in pane order, a pane's rows in the order returned."""
+
+    def process_panes(self, panes):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = super().process_panes(panes)
+        twice = pa.concat_tables([table.set_column(1, "seen", pc.binary_join_element_wise(
+            table.column("seen"), pa.scalar(tag), "")) for tag in ("#first", "#second")])
+        backwards = pc.sort_indices(twice, sort_keys=[("pane_id", "descending")])
+        return twice.take(backwards)
 
 
 def _rows():
@@ -130,3 +147,23 @@ def test_the_pane_walker_lets_go_of_input_batches_no_pane_holds(spark, monkeypat
     assert len(most) == len(batches)
     # a key's 30 rows span at most 4 batches of 10, the queue's 16 elements 3 more
     assert max(most) <= 8
+
+
+def test_rows_a_batch_function_returns_out_of_pane_order_are_put_back_in_order(spark):
+    # each key's three windows fire in one step (the second bundle's watermark), so only
+    # the rows' numbers order them, as the reference engine does
+    p = (wl.Pipeline("seen", timestamp="ts").key_by("key")
+         .window(wl.TumblingEventTimeWindows.of(20)).process_panes(ElementsSeenBackwards()))
+    bundles = [Bundle([{"key": f"k{k}", "ts": ts, "value": k * ts} for k in range(5)
+                       for ts in (1, 7, 25, 45)]),
+               Bundle([{"key": "k0", "ts": 90, "value": 0}], watermark=80)]
+
+    def per_key(firings):       # the order every engine keeps: per key (SPEC §9)
+        return {k: [f for f in firings if f["key"] == k]
+                for k in sorted({f["key"] for f in firings})}
+
+    want = per_key(run_bundles(p, bundles))
+    got = per_key(run_bundles_on_spark(p, bundles, spark=spark, path="panes")[0])
+    assert got == want      # in order: windows by start, each pane's "#first" row first
+    assert [(f["window_start"], f["seen"][-6:]) for f in got["k3"][:3]] == \
+        [(0, "#first"), (0, "second"), (20, "#first")]

@@ -168,10 +168,12 @@ def batch_firings(walker: Any, queued: dict[str, tuple], output: Any,
         raise ExecutionError(f"{fn_name}.process_panes returned a row whose {PANE_ID!r} "
                              f"names no pane of the table (0..{n - 1})",
                              code="FUNCTION_FAILED")
-    order = pc.sort_indices(ids)     # stable: a pane's rows keep their order
-    table, ids = table.take(order), ids.take(order).combine_chunks()
-    if numbers is not None:
-        numbers = pa.array(numbers, type=pa.int64()).take(order)
+    ids = ids.combine_chunks()
+    if not _ascending(ids):     # (a per-firing function's rows come in pane order)
+        order = pc.sort_indices(ids)     # stable: a pane's rows keep their order
+        table, ids = table.take(order), ids.take(order)
+        if numbers is not None:
+            numbers = pa.array(numbers, type=pa.int64()).take(order)
     m = len(table)
     meta = {name: queued[name] for name in QUEUED[:10]}
     clocks = {name: finite_clocks(meta.pop(name)) for name in CLOCK_COLUMNS}
@@ -222,3 +224,10 @@ def _output_table(output: Any, fn_name: str) -> Any:
                              "Table or a pandas DataFrame)", code="FUNCTION_FAILED")
     return pa.Table.from_pylist(rows) if rows else \
         pa.table({PANE_ID: pa.array([], type=pa.int64())})
+
+
+def _ascending(ids: Any) -> bool:
+    """Whether the pane numbers ``ids`` (an ``int64`` array without nulls) never decrease."""
+    values = ids.to_numpy()
+    return bool((values[1:] >= values[:-1]).all())
+
