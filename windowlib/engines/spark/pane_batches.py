@@ -230,4 +230,3 @@ def _ascending(ids: Any) -> bool:
     """Whether the pane numbers ``ids`` (an ``int64`` array without nulls) never decrease."""
     values = ids.to_numpy()
     return bool((values[1:] >= values[:-1]).all())
-
