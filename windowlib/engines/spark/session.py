@@ -277,10 +277,20 @@ def shuffle_partitions(spark: Any) -> int | None:
         return None
 
 
+OWN_SETTINGS = "spark.windowlib."    # the prefix of windowlib's settings; Spark has none
+
+
 def conf_value(spark: Any, name: str) -> str | None:
     """The session's setting ``name``; ``None`` when it is unset or cannot be read (a
-    restricted Connect server). Every optional windowlib setting is read through here."""
-    try:   # no default argument: Spark validates a default like a value set
+    restricted Connect server). Every optional windowlib setting is read through here.
+
+    One of windowlib's own settings is read with the default ``None``: read without one,
+    an unset name raises in the JVM, and PySpark's conversion of that exception costs about
+    20 ms of round trips. Spark's settings are read without a default, so an unset one
+    gives Spark's built-in default (a default argument would replace it)."""
+    try:
+        if name.startswith(OWN_SETTINGS):
+            return spark.conf.get(name, None)
         return spark.conf.get(name)
     except Exception:
         return None
