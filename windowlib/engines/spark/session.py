@@ -91,6 +91,8 @@ UNIX_SOCKET_WORKERS: dict[str, str] = {
     "spark.python.daemon.module": WORKER_DAEMON,
 }
 
+OWN_SETTINGS = "spark.windowlib."    # the prefix of windowlib's settings; Spark has none
+
 _REMOTE_SESSIONS: dict[str, Any] = {}
 _SCOPE_LOCK = threading.Lock()
 _SCOPES: dict[int, list[Any]] = {}     # id(session) -> [holders, the values to restore]
@@ -275,9 +277,6 @@ def shuffle_partitions(spark: Any) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
-
-
-OWN_SETTINGS = "spark.windowlib."    # the prefix of windowlib's settings; Spark has none
 
 
 def conf_value(spark: Any, name: str) -> str | None:
