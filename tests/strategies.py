@@ -6,6 +6,7 @@ out-of-order and late rows, explicit or strategy watermarks, processing times an
 rows. The defaults are what the reference-engine property tests
 (``unit/test_snapshot_restore.py``, ``unit/test_bundling_invariance.py``) were written for;
 ``wide=True`` / ``keys=`` / ``max_rows=`` widen them for the Spark differential tests.
+``per_key()`` groups firings by key, the order every engine promises (SPEC §9).
 
 The user functions live at module level so pipeline fingerprints are stable. Spark's Python
 workers cannot import this module: a test that ships these functions to Spark registers it
@@ -410,6 +411,14 @@ class AllocatesTooMuch(wl.ProcessWindowFunction):
     def process(self, key: Any, context: Any, elements: list) -> Any:
         buffer = bytearray(1 << 50)
         yield {"n": len(elements) + len(buffer)}
+
+
+def per_key(p: wl.Pipeline, firings: list[dict]) -> dict[tuple, list[dict]]:
+    """Firings grouped by key, each group in emission order (what SPEC §9 promises)."""
+    out: dict[tuple, list[dict]] = {}
+    for row in firings:
+        out.setdefault(tuple(row.get(c) for c in p.key_columns), []).append(row)
+    return out
 
 
 def needs_processing_time(p: wl.Pipeline) -> bool:

@@ -25,7 +25,6 @@ is ``SPARK_EXAMPLES``: 150 when ``CI`` is set (the "ci" profile), 25 otherwise;
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 
 import pytest
 import strategies
@@ -59,13 +58,6 @@ def _outcome(p: wl.Pipeline, bundles: list, engine: str, **kwargs) -> tuple:
         return "error", (type(exc).__name__, exc.code)
 
 
-def _per_key(p: wl.Pipeline, firings: list[dict]) -> dict:
-    out: dict = defaultdict(list)
-    for f in firings:
-        out[tuple(f.get(k) for k in p.key_columns)].append(f)
-    return dict(out)
-
-
 def _canonical(row: dict) -> str:
     return repr(sorted(row.items()))
 
@@ -78,7 +70,7 @@ def assert_spark_equals_reference(p: wl.Pipeline, bundles: list, **kwargs) -> tu
         assert got == ref, "both engines must accept the run, or fail with the same error"
         return ref
     (rf, rl, rr), (gf, gl, gr) = ref[1], got[1]
-    assert _per_key(p, gf) == _per_key(p, rf), "firings per key, in order"
+    assert strategies.per_key(p, gf) == strategies.per_key(p, rf), "firings per key, in order"
     # a row's repr names its fields in order; equal rows may list them in another order
     assert sorted(map(_canonical, gf)) == sorted(map(_canonical, rf)), "firings (multiset)"
     assert gl == rl, "late records"

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from spark_session import firings_on_paths, ship_by_value
+from strategies import per_key
 
 import windowlib as wl
 from windowlib.engines.spark import pane_batches, pane_schedule, run_dataframe
@@ -50,8 +51,9 @@ class ElementsSeenBackwards(ElementsSeen):
         import pyarrow.compute as pc
 
         table = super().process_panes(panes)
-        twice = pa.concat_tables([table.set_column(1, "seen", pc.binary_join_element_wise(
-            table.column("seen"), pa.scalar(tag), "")) for tag in ("#first", "#second")])
+        seen = table.schema.get_field_index("seen")
+        twice = pa.concat_tables([table.set_column(seen, "seen", pc.binary_join_element_wise(
+            table.column(seen), pa.scalar(tag), "")) for tag in ("#first", "#second")])
         backwards = pc.sort_indices(twice, sort_keys=[("pane_id", "descending")])
         return twice.take(backwards)
 
@@ -157,13 +159,8 @@ def test_rows_a_batch_function_returns_out_of_pane_order_are_put_back_in_order(s
     bundles = [Bundle([{"key": f"k{k}", "ts": ts, "value": k * ts} for k in range(5)
                        for ts in (1, 7, 25, 45)]),
                Bundle([{"key": "k0", "ts": 90, "value": 0}], watermark=80)]
-
-    def per_key(firings):       # the order every engine keeps: per key (SPEC §9)
-        return {k: [f for f in firings if f["key"] == k]
-                for k in sorted({f["key"] for f in firings})}
-
-    want = per_key(run_bundles(p, bundles))
-    got = per_key(run_bundles_on_spark(p, bundles, spark=spark, path="panes")[0])
+    want = per_key(p, run_bundles(p, bundles))
+    got = per_key(p, run_bundles_on_spark(p, bundles, spark=spark, path="panes")[0])
     assert got == want      # in order: windows by start, each pane's "#first" row first
-    assert [(f["window_start"], f["seen"][-6:]) for f in got["k3"][:3]] == \
+    assert [(f["window_start"], f["seen"][-6:]) for f in got[("k3",)][:3]] == \
         [(0, "#first"), (0, "second"), (20, "#first")]

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import SpanAggregate, bundle_lists, pipelines
+from strategies import SpanAggregate, bundle_lists, per_key, pipelines
 
 import windowlib as wl
 from windowlib import aggregates as agg
@@ -70,14 +70,6 @@ def outputs(*engines: ReferenceEngine) -> tuple[list, list, list]:
         late += e.sink.late
         rejects += e.rejects
     return firings, late, rejects
-
-
-def per_key(p: wl.Pipeline, firings: list[dict]) -> dict[tuple, list[dict]]:
-    """Firings grouped by key, each group in emission order (what SPEC §9 promises)."""
-    out: dict[tuple, list[dict]] = {}
-    for row in firings:
-        out.setdefault(tuple(row[c] for c in p.key_columns), []).append(row)
-    return out
 
 
 def roundtrip(snapshot: dict) -> dict:
