@@ -63,3 +63,25 @@ def test_the_walker_replay_captures_and_replays(tmp_path: Path) -> None:
                str(capture))
     assert re.search(r"^\d+ output rows in [\d.]+ s \([\d.]+ s CPU\)$", out, re.MULTILINE), out
     assert int(out.split()[0]) > 0
+
+
+def test_the_planning_costs_benchmark_counts_operations_rules_and_py4j_calls(
+        tmp_path: Path) -> None:
+    out = _run("planning_costs.py", "--events", "4000", "--keys", "100", "--hours", "3",
+               "--warmup", "0", "--warm-hours", "1", "--top", "3",
+               "--data", str(tmp_path / "clicks"))
+    line = (r"^  {} +[\d.]+ s; py4j +(\d+) calls, +[\d.]+ s; DataFrame operations +(\d+), "
+            r"+[\d.]+ s{}; rules +[\d.]+ s")
+    hand = re.search(line.format("hand SQL", ""), out, re.MULTILINE)
+    ours = re.search(line.format("native path planning", ""), out, re.MULTILINE)
+    hourly = re.search(line.format(r"hourly run \S+", r" \(\+ its job [\d.]+ s\)"), out,
+                       re.MULTILINE)
+    assert hand and ours and hourly, out
+    # the instruments saw the work: the hand-written frame is one aggregation, the native
+    # plan many operations with their py4j calls, attributed to windowlib's own callers
+    assert int(hand.group(2)) == 1
+    assert int(ours.group(2)) > 1 and int(ours.group(1)) > int(hand.group(1))
+    assert int(hourly.group(2)) > 1
+    assert re.search(r"^ +[\d.]+ ms / +\d+  runs/routing\.py:\d+ write_routed collect$", out,
+                     re.MULTILINE), out
+    assert re.search(r"^    phases \(RunSummary\): tables [\d.]+, plan", out, re.MULTILINE), out
