@@ -108,6 +108,30 @@ def test_the_planner_takes_the_pane_path_for_one_shot_runs_only(spark):
     assert "the pane path does not fire the trigger Any(" in str(err.value)
 
 
+def test_a_one_shot_run_plans_its_late_and_rejects_when_first_read(spark):
+    """Each new DataFrame costs Spark an analysis of its plan, so a one-shot run plans its
+    late and rejects rows when the caller first reads them, not before. On the native path
+    the engine's own frames wait until then; on the pane path those rows are the walker's
+    and the native frames are never planned. Read, both hold the late element and the
+    reject."""
+    df = _frame(spark, [("a", 1, 1, 0), ("a", 100, 2, 1), ("a", 2, 3, 2), (None, 5, 4, 2)])
+    native = (wl.Pipeline("lazy", timestamp="ts").key_by("key")
+              .window(wl.TumblingEventTimeWindows.of(10))
+              .aggregate(wl.aggregates.sum("value").alias("total")))
+    for p, path in ((native, "native"), (_pipeline(Boom()), "panes")):
+        result = run_dataframe(p, df, "hour", finalize=True, path=path)
+        inputs = result.run.detail.inputs
+        assert {"late", "rejects"} & (set(vars(result)) | set(vars(inputs))) == set(), path
+        assert result.firings.count() == 2, path
+        late = [(r["key"], r["ts"], r["reason"]) for r in result.late.collect()]
+        rejects = [(r["key"], r["ts"], r["reason"]) for r in result.rejects.collect()]
+        assert (late, rejects) == ([("a", 2, "too_late")], [(None, 5, "missing_key")]), path
+        assert result.late is result.late and result.rejects is result.rejects
+        planned = {"late", "rejects"} & set(vars(inputs))
+        assert planned == ({"late", "rejects"} if path == "native" else set()), path
+        result.unpersist()
+
+
 def test_event_time_sessions_take_the_session_walker_in_one_shot_runs_only(spark):
     """Static-gap event-time sessions with the default trigger: the pane path's session walker
     for one-shot runs (``explain`` names it); incremental runs keep the general path (the

@@ -29,6 +29,9 @@ it) or releases the cache. Native path: three lazy DataFrames (nothing persisted
 - ``side_output(tag)``: the values ``context.output`` sent to ``tag`` (typed when the tag
   declares a schema, else ``value_json``).
 
+``late``, ``rejects`` and the side outputs are planned when first read: every new DataFrame
+costs Spark an analysis of its plan, which a caller reading only the firings does not need.
+
 Errors raised inside Spark tasks (a user function failing: ``FUNCTION_FAILED`` naming the
 function, key and window; ``KEY_STATE_LIMIT``) reach the caller as the windowlib error itself:
 the general and pane paths compute their one pass inside ``run_dataframe`` and turn a task
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from windowlib.core.functions import OutputTag
@@ -57,12 +61,19 @@ from windowlib.engines.spark.shipping import ship_code
 class SparkRunResult:
     """``firings``, ``late`` and ``rejects`` DataFrames of one run and its side outputs
     (``side_output(tag)``; see the module docstring); ``run`` is the executor's account
-    (``engines.base.EngineRun``)."""
+    (``engines.base.EngineRun``). ``late`` and ``rejects`` are planned when first read (each
+    new DataFrame costs Spark an analysis; a caller may read only the firings)."""
 
     firings: Any
-    late: Any
-    rejects: Any
     run: EngineRun = field(repr=False)
+
+    @cached_property
+    def late(self) -> Any:
+        return self.run.outputs.frame("late")
+
+    @cached_property
+    def rejects(self) -> Any:
+        return self.run.outputs.frame("rejects")
 
     @property
     def plan(self) -> BundlePlan:
@@ -144,8 +155,7 @@ def run_dataframe(pipeline: Pipeline, df: Any, arrival: str,
             frame.count()
         except Exception as exc:
             reraise(exc)
-    return SparkRunResult(firings=out.frame("firings"), late=out.frame("late"),
-                          rejects=out.frame("rejects"), run=run)
+    return SparkRunResult(firings=out.frame("firings"), run=run)
 
 
 def explain(pipeline: Pipeline) -> str:

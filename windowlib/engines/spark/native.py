@@ -50,8 +50,9 @@ each PySpark ``Column`` operation costs one to three — planning a run made ~1,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from windowlib.core.errors import DefinitionError
@@ -99,21 +100,42 @@ from windowlib.engines.spark.native_parts import (  # noqa: F401  (re-exported n
     saturating_sql,
 )
 from windowlib.engines.spark.native_windows import assign_windows
-from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, no_side_outputs, render
+from windowlib.engines.spark.outputs import (
+    DeferredPart,
+    OutputPart,
+    SparkOutputs,
+    no_side_outputs,
+    render,
+)
 from windowlib.engines.spark.result_types import result_fields
 
 CLOCKS = "__wl_clk"     # the bundle table's packed clocks: array(b, P_b, W_{b-1})
 
 
+class InputFrames:
+    """``late`` and ``rejects`` of a run built over ``inputs`` (``NativeInputs``: planned on
+    first use)."""
+
+    inputs: NativeInputs
+
+    @property
+    def late(self) -> Any:
+        return self.inputs.late
+
+    @property
+    def rejects(self) -> Any:
+        return self.inputs.rejects
+
+
 @dataclass
-class NativeRun:
+class NativeRun(InputFrames):
     """The native path's three internal frames (window bounds and clocks as ms, plus the
     ordering columns ``__wl_b``/``__wl_phase``/``__wl_sub``/``__wl_n``/``__wl_rorder`` the test
-    harness sorts by) and what they were computed from."""
+    harness sorts by) and what they were computed from; ``late`` and ``rejects`` are the
+    inputs' (planned on first use)."""
 
     firings: Any
-    late: Any
-    rejects: Any
+    inputs: NativeInputs = field(repr=False)
     plan: BundlePlan
     key_columns: tuple[str, ...]
     result_columns: tuple[str, ...]
@@ -132,30 +154,44 @@ class NativeRun:
             # ``frame[name]``: one py4j call per column (``F.col`` costs three)
             return {output: render(names, output, lambda name: frame[sql_identifier(name)], run_id)}
 
-        key_types = {f.name: f.dataType for f in self.late.schema.fields}
-        late = {**columns("late", self.late),
-                "side_outputs": no_side_outputs(names, key_types, run_id)}
+        def late() -> OutputPart:
+            key_types = {f.name: f.dataType for f in self.late.schema.fields}
+            return OutputPart(self.late, "late", {
+                **columns("late", self.late),
+                "side_outputs": no_side_outputs(names, key_types, run_id)})
+
         return SparkOutputs(names, [
             OutputPart(self.firings, "firings", columns("firings", self.firings)),
-            OutputPart(self.late, "late", late),
-            OutputPart(self.rejects, "rejects", columns("rejects", self.rejects))])
+            DeferredPart(("late", "side_outputs"), late),
+            DeferredPart(("rejects",), lambda: OutputPart(
+                self.rejects, "rejects", columns("rejects", self.rejects)))])
 
 
 @dataclass
 class NativeInputs:
     """What every native firing builder starts from (``prepare_native``): the kept (element,
     window) rows and the plan (``parts``), the late and rejects frames, ``processed`` (one row
-    per kept element: its latest window), and what they were computed from."""
+    per kept element: its latest window), and what they were computed from. ``late`` and
+    ``rejects`` are planned on first use (``late_rows``/``reject_rows`` build them): Spark
+    analyses every new frame, and a one-shot caller may never read them."""
 
     parts: Parts
-    late: Any
-    rejects: Any
     processed: Any
     plan: BundlePlan
     logic: Any
     user_columns: list[str]
     plan_source: str
+    late_rows: Callable[[], Any] = field(repr=False)
+    reject_rows: Callable[[], Any] = field(repr=False)
     screened: Any = None    # every input row, ``REASON`` its reject reason (null: accepted)
+
+    @cached_property
+    def late(self) -> Any:
+        return self.late_rows()
+
+    @cached_property
+    def rejects(self) -> Any:
+        return self.reject_rows()
 
 
 def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
@@ -240,15 +276,19 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                           for c in REJECT_CHECKS if checks[c] is not None])
     sub = F.col(seq_column) if seq_column else F.lit(0)
     x = x.withColumns({REASON: reason, SUB: sub.cast("long")})
-    rejects = x.filter(F.col(REASON).isNotNull()).select(
-        *[user_col(c) for c in user_columns], F.col(REASON).alias("reason"), B, SUB)
     accepted = x.filter(F.col(REASON).isNull())
+
+    def reject_rows() -> Any:
+        return x.filter(F.col(REASON).isNotNull()).select(
+            *[user_col(c) for c in user_columns], F.col(REASON).alias("reason"), B, SUB)
 
     # --- windows and lateness ---------------------------------------------------------------
     dropped_all, processed, kept, size = assign_windows(logic.assigner, accepted, lateness)
-    late = accepted.filter(dropped_all).select(
-        *[user_col(c) for c in user_columns], F.lit(TOO_LATE).alias("reason"),
-        finite(WP).alias("watermark"), B, SUB)
+
+    def late_rows() -> Any:
+        return accepted.filter(dropped_all).select(
+            *[user_col(c) for c in user_columns], F.lit(TOO_LATE).alias("reason"),
+            finite(WP).alias("watermark"), B, SUB)
 
     order = arrival_order(user_columns, order_by)
     slide = getattr(logic.assigner, "slide_ms", size)
@@ -260,9 +300,9 @@ def prepare_native(pipeline: Pipeline, df: Any, arrival: str, *,
                   P=P, W=W, W_before=w_before, size=size, lateness=lateness, finalize=finalize,
                   accumulating=logic.accumulation != "discarding",
                   retracting=logic.retracting, shared_scan=shared)
-    return NativeInputs(parts=parts, late=late, rejects=rejects, processed=processed,
-                        plan=plan, logic=logic, user_columns=user_columns,
-                        plan_source=plan_source, screened=x)
+    return NativeInputs(parts=parts, processed=processed, plan=plan, logic=logic,
+                        user_columns=user_columns, plan_source=plan_source,
+                        late_rows=late_rows, reject_rows=reject_rows, screened=x)
 
 
 def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> NativeRun:
@@ -281,7 +321,7 @@ def run_native(pipeline: Pipeline, df: Any, arrival: str, **options: Any) -> Nat
         if not logic.retracting:
             firings = firings.drop("retract")
         shape = "count triggers"
-    return NativeRun(firings=firings, late=inputs.late, rejects=inputs.rejects,
+    return NativeRun(firings=firings, inputs=inputs,
                      plan=inputs.plan, key_columns=logic.key_columns,
                      result_columns=tuple(c.name for c in parts.compiled),
                      retracting=logic.retracting, element_columns=tuple(inputs.user_columns),

@@ -11,6 +11,10 @@ expressions:
 - ``SparkOutputs.parts``: every output at once, for a writer that routes rows by output in
   one pass (incremental runs: ``runs/run_outputs.py``).
 
+A part may be *deferred* (``DeferredPart``: the outputs it feeds, and how to build it): it is
+planned only when one of its outputs is read, so a one-shot run whose caller reads only the
+firings never plans its late and rejects rows.
+
 Besides the public outputs a part may feed ``state`` (the new pane state, in the path's own
 format, ``state_kind``) and ``stats`` (``processed``: elements processed, summed).
 
@@ -37,8 +41,8 @@ from windowlib.core.outputs import (
     side_output_columns,
 )
 
-__all__ = ["ROUTE_SEP", "OutputPart", "SparkOutputs", "no_side_outputs", "render",
-           "side_values"]
+__all__ = ["ROUTE_SEP", "DeferredPart", "OutputPart", "SparkOutputs", "no_side_outputs",
+           "render", "side_values"]
 
 ROUTE_SEP = "+"     # a row routed to "firings+state" goes to both outputs
 STATE, STATS = "state", "stats"
@@ -106,6 +110,9 @@ class OutputPart:
     columns: Mapping[str, Sequence[tuple[str, Any]]]
     multi: bool = False
 
+    def feeds(self, output: str) -> bool:
+        return output in self.columns
+
     def rows_of(self, output: str) -> Any:
         """The part's rows of ``output`` with its columns."""
         from pyspark.sql import functions as F
@@ -121,6 +128,44 @@ class OutputPart:
         return frame.select(*[col.alias(name) for name, col in self.columns[output]])
 
 
+class DeferredPart:
+    """A part planned on first use: ``build()`` returns the ``OutputPart`` feeding
+    ``outputs``. A one-shot run's late and rejects rows cost planning (Spark analyses every
+    new frame) that a caller reading only the firings never needs; a routed write reads every
+    part, so it builds them all."""
+
+    def __init__(self, outputs: Sequence[str], build: Callable[[], OutputPart]) -> None:
+        self.outputs, self._build, self._part = tuple(outputs), build, None
+
+    @property
+    def part(self) -> OutputPart:
+        if self._part is None:
+            self._part = self._build()
+        return self._part
+
+    def feeds(self, output: str) -> bool:
+        return output in self.outputs
+
+    def rows_of(self, output: str) -> Any:
+        return self.part.rows_of(output)
+
+    @property
+    def frame(self) -> Any:
+        return self.part.frame
+
+    @property
+    def route(self) -> Any:
+        return self.part.route
+
+    @property
+    def columns(self) -> Mapping[str, Sequence[tuple[str, Any]]]:
+        return self.part.columns
+
+    @property
+    def multi(self) -> bool:
+        return self.part.multi
+
+
 @dataclass
 class SparkOutputs:
     """Every output of one Spark run (see the module docstring). ``cached``: frames the run
@@ -128,7 +173,7 @@ class SparkOutputs:
     (``None``: each of them; a cached frame that another one reads is computed with it)."""
 
     columns: OutputColumns
-    parts: list[OutputPart]
+    parts: list[OutputPart | DeferredPart]
     state_kind: str | None = None
     cached: list[Any] = field(default_factory=list)
     compute: list[Any] | None = None
@@ -143,7 +188,7 @@ class SparkOutputs:
         ``stats``) as a DataFrame."""
         if output not in ALL_OUTPUTS:
             raise KeyError(output)
-        frames = [p.rows_of(output) for p in self.parts if output in p.columns]
+        frames = [p.rows_of(output) for p in self.parts if p.feeds(output)]
         if not frames:
             raise KeyError(f"this run has no {output!r} output")
         out = frames[0]
@@ -152,7 +197,7 @@ class SparkOutputs:
         return out
 
     def has(self, output: str) -> bool:
-        return any(output in p.columns for p in self.parts)
+        return any(p.feeds(output) for p in self.parts)
 
     def side_output(self, tag: str) -> Any:
         """The values of side output ``tag`` as a DataFrame (``side_values``)."""

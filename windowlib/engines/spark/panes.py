@@ -77,10 +77,15 @@ from windowlib.engines.spark.general import (
     tagged_part,
     walker_schema,
 )
-from windowlib.engines.spark.native import count_phases, prepare_native
+from windowlib.engines.spark.native import (
+    InputFrames,
+    NativeInputs,
+    count_phases,
+    prepare_native,
+)
 from windowlib.engines.spark.native_parts import REASON, WS
 from windowlib.engines.spark.native_windows import kept_and_passed
-from windowlib.engines.spark.outputs import OutputPart, SparkOutputs, render
+from windowlib.engines.spark.outputs import DeferredPart, OutputPart, SparkOutputs, render
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, PaneWalker
 from windowlib.engines.spark.planner import pane_trigger, session_sql_reasons
 from windowlib.engines.spark.result_types import with_result_schema
@@ -95,13 +100,13 @@ __all__ = ["PaneRun", "run_panes"]
 
 
 @dataclass
-class PaneRun:
+class PaneRun(InputFrames):
     """What ``run_panes`` returns: the walker's tagged rows (firings and side outputs), the
-    native late and rejects frames, and what they were computed from."""
+    native late and rejects frames (``inputs``', planned on first use), and what they were
+    computed from."""
 
     tagged: Any
-    late: Any
-    rejects: Any
+    inputs: NativeInputs = field(repr=False)
     plan: BundlePlan
     key_columns: tuple[str, ...]
     result_columns: tuple[str, ...]
@@ -128,12 +133,13 @@ class PaneRun:
         def value(name: str) -> Any:
             return user_col(name)
 
+        def part(output: str) -> DeferredPart:
+            return DeferredPart((output,), lambda: OutputPart(
+                getattr(self, output), output, {output: render(names, output, value, run_id)}))
+
         parts = [tagged_part(self.tagged, names, run_id,
                              ("firings", "side_outputs", *self.in_tagged))]
-        for output, frame in (("late", self.late), ("rejects", self.rejects)):
-            if output not in self.in_tagged:
-                parts.append(OutputPart(frame, output,
-                                        {output: render(names, output, value, run_id)}))
+        parts += [part(output) for output in ("late", "rejects") if output not in self.in_tagged]
         # counting the walker's output (first) computes the marked rows it reads too; written
         # as files, it was computed with them
         return SparkOutputs(names, parts, cached=list(self.cached),
@@ -213,7 +219,7 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
         cached.insert(0, tagged)
     if sql_firings is not None:     # the SQL part reads the persisted marked rows
         tagged = sql_firings.unionByName(tagged)
-    return PaneRun(tagged=tagged, late=inputs.late, rejects=inputs.rejects, plan=plan,
+    return PaneRun(tagged=tagged, inputs=inputs, plan=plan,
                    key_columns=logic.key_columns,
                    result_columns=tuple(f.name for f in result), result_mode=mode,
                    element_columns=tuple(user_columns), typed_tags=tuple(side_types),
