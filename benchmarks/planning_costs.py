@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import gc
 import os
 import re
 import sys
@@ -107,6 +108,11 @@ class Costs:
 
     @contextlib.contextmanager
     def measuring(self):
+        """Count inside the block. Python's cyclic garbage collector is run before and kept
+        off inside: py4j releases a Java object with a round trip when its Python wrapper
+        is collected, so a collection during the run would count earlier runs' objects."""
+        gc.collect()
+        gc.disable()
         self.ops.clear()
         self.op_time.clear()
         self.calls, self.call_time = 0, 0.0
@@ -115,6 +121,7 @@ class Costs:
             yield self
         finally:
             self.active = False
+            gc.enable()
 
     def split(self) -> tuple[float, int, float]:
         """``(time of the actions, number of building operations, their time)``."""
