@@ -131,7 +131,7 @@ def routed_frame(outputs: SparkOutputs, source_frame: Any, timestamp: str
 
     types = {f.name: f.dataType for f in source_frame.schema.fields}
     branches, written = [], {}
-    for part in outputs.parts:
+    for part in outputs.built_parts():
         cols = []
         for output, columns in part.columns.items():
             written.setdefault(output, [c for c, _ in columns])

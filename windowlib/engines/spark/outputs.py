@@ -8,8 +8,8 @@ and clocks become timestamps, the run id is attached). Two ways to read them, fr
 expressions:
 
 - ``SparkOutputs.frame(name)``: one output as a DataFrame (one-shot runs, ``Pipeline.run``);
-- ``SparkOutputs.parts``: every output at once, for a writer that routes rows by output in
-  one pass (incremental runs: ``runs/run_outputs.py``).
+- ``SparkOutputs.built_parts()``: every output at once, for a writer that routes rows by
+  output in one pass (incremental runs: ``runs/run_outputs.py``).
 
 A part may be *deferred* (``DeferredPart``: the outputs it feeds, and how to build it): it is
 planned only when one of its outputs is read, so a one-shot run whose caller reads only the
@@ -149,22 +149,6 @@ class DeferredPart:
     def rows_of(self, output: str) -> Any:
         return self.part.rows_of(output)
 
-    @property
-    def frame(self) -> Any:
-        return self.part.frame
-
-    @property
-    def route(self) -> Any:
-        return self.part.route
-
-    @property
-    def columns(self) -> Mapping[str, Sequence[tuple[str, Any]]]:
-        return self.part.columns
-
-    @property
-    def multi(self) -> bool:
-        return self.part.multi
-
 
 @dataclass
 class SparkOutputs:
@@ -195,6 +179,11 @@ class SparkOutputs:
         for other in frames[1:]:
             out = out.unionByName(other)
         return out
+
+    def built_parts(self) -> list[OutputPart]:
+        """Every part, the deferred ones built: what a writer routing every output in one
+        pass reads."""
+        return [p.part if isinstance(p, DeferredPart) else p for p in self.parts]
 
     def has(self, output: str) -> bool:
         return any(p.feeds(output) for p in self.parts)
