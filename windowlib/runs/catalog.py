@@ -19,8 +19,9 @@ Invariants:
   meanwhile fails it: it is then looked up and created again. A change someone else made to an
   entry (by hand, or from another process) stays until a publish changes the same thing again
   (the location: when the table's files change), or until ``register_tables``
-  (``remembered=False``), which always looks up and so repairs it. The view is always looked
-  up: nothing would fail if it were dropped.
+  (``remembered=False``), which always looks up and so repairs it. The view is remembered the
+  same way, but nothing would fail if it were dropped: a publish asks whether it exists
+  (``spark.catalog.tableExists``, a few milliseconds) and creates a dropped one again.
 - ``db`` is the ``spark.windowlib.tables.database`` conf (default ``windowlib``). Spark reads
   the tables without Delta's jars; with the s3a connector only on ``s3://``
   (docs/tables.md).
@@ -107,7 +108,8 @@ def register_names(spark: Any, pipeline: str, tables: Mapping[str, OutputTable],
         from windowlib.runs.outputs import latest_query
 
         latest = latest_query(firings_schema.fieldNames(), _q(db, f"{pipeline}_firings"))
-        _replace_view(spark, db, f"{pipeline}_latest", latest, firings_schema)
+        _replace_view(spark, db, f"{pipeline}_latest", latest, firings_schema, app,
+                      remembered)
         names["latest"] = f"{db}.{pipeline}_latest"
     return names
 
@@ -241,13 +243,23 @@ def _database(spark: Any, db: str) -> None:
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {_q(db)}")
 
 
-def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any) -> None:
+def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any, app: str | None,
+                  remembered: bool) -> None:
     """Create or replace the latest view, unless it already has this query over a firings
-    table of this schema (creating a view makes Spark resolve, so list, the table)."""
+    table of this schema (creating a view makes Spark resolve, so list, the table). With
+    ``remembered`` and this process's memory of the view (``_replace_table``'s, keyed the
+    same way), only its existence is asked (a catalog call, no statement: a dropped view is
+    created again); else its properties are looked up."""
     name = _q(db, view)
     digest = _digest(query + firings.json())
-    current = _properties(spark, name)
-    if current is not None and current.get(f"{META}query") == digest:
-        return
-    spark.sql(f"CREATE OR REPLACE VIEW {name} TBLPROPERTIES ({_lit(META + 'query')} = "
-              f"{_lit(digest)}) AS {query}")
+    key = (app, name) if app is not None else None
+    written = _WRITTEN.pop(key, None) if key is not None else None
+    if remembered and written is not None and written.get(f"{META}query") == digest:
+        current = written if spark.catalog.tableExists(name) else None
+    else:
+        current = _properties(spark, name)
+    if current is None or current.get(f"{META}query") != digest:
+        spark.sql(f"CREATE OR REPLACE VIEW {name} TBLPROPERTIES ({_lit(META + 'query')} = "
+                  f"{_lit(digest)}) AS {query}")
+    if key is not None:
+        _WRITTEN[key] = {f"{META}query": digest}
