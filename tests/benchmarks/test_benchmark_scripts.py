@@ -82,6 +82,13 @@ def test_the_planning_costs_benchmark_counts_operations_rules_and_py4j_calls(
     assert int(hand.group(2)) == 1
     assert int(ours.group(2)) > 1 and int(ours.group(1)) > int(hand.group(1))
     assert int(hourly.group(2)) > 1
+    # then each one-shot frame's optimisation and physical planning, hand SQL's first
+    planned = list(re.finditer(r"^    then, before a write's first stage: optimised in "
+                               r"[\d.]+ ms, planned physically in [\d.]+ ms \(rules ([\d.]+) "
+                               r"ms\)$", out, re.MULTILINE))
+    assert len(planned) == 2, out
+    assert hand.end() < planned[0].start() < ours.start() < planned[1].start(), out
+    assert all(float(m.group(1)) > 0 for m in planned), out     # the rules were seen
     assert re.search(r"^ +[\d.]+ ms / +\d+  runs/routing\.py:\d+ write_routed collect$", out,
                      re.MULTILINE), out
     assert re.search(r"^    phases \(RunSummary\): tables [\d.]+, plan", out, re.MULTILINE), out
