@@ -114,6 +114,19 @@ def register_names(spark: Any, pipeline: str, tables: Mapping[str, OutputTable],
     return names
 
 
+def _forget(app: str | None, name: str) -> dict[str, str] | None:
+    """What this process last wrote to the catalog entry ``name`` for the application
+    ``app`` (``None``: nothing kept), forgotten until :func:`_remember` records it again, so
+    that an entry whose statements failed midway is looked up next time."""
+    return _WRITTEN.pop((app, name), None) if app is not None else None
+
+
+def _remember(app: str | None, name: str, props: dict[str, str]) -> None:
+    """Record ``props`` as what entry ``name`` holds after this process's statements."""
+    if app is not None:
+        _WRITTEN[(app, name)] = props
+
+
 def _application(spark: Any) -> str | None:
     """The id of ``spark``'s application (its catalog's owner); ``None`` when unknown."""
     try:
@@ -197,9 +210,7 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
     name = _q(db, tbl)
     digest = _digest(struct.json() + _CATALOG_FORMAT)
     props = {**props, f"{META}schema": digest, f"{META}location": _digest(location)}
-    key = (app, name) if app is not None else None
-    # forgotten until the statements below succeed; trusted only by a publish
-    written = _WRITTEN.pop(key, None) if key is not None else None
+    written = _forget(app, name)    # trusted only by a publish
     known = written if remembered else None
     if known is not None:
         try:
@@ -210,8 +221,7 @@ def _replace_table(spark: Any, db: str, tbl: str, location: str, struct: Any,
     if known is None:
         _write_table(spark, db, tbl, name, location, struct, props,
                      _properties(spark, name))
-    if key is not None:
-        _WRITTEN[key] = props
+    _remember(app, name, props)
 
 
 def _write_table(spark: Any, db: str, tbl: str, name: str, location: str, struct: Any,
@@ -247,13 +257,12 @@ def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any, app:
                   remembered: bool) -> None:
     """Create or replace the latest view, unless it already has this query over a firings
     table of this schema (creating a view makes Spark resolve, so list, the table). With
-    ``remembered`` and this process's memory of the view (``_replace_table``'s, keyed the
-    same way), only its existence is asked (a catalog call, no statement: a dropped view is
-    created again); else its properties are looked up."""
+    ``remembered`` and this process's memory of the view (``_forget``), only its existence
+    is asked (a catalog call, no statement: a dropped view is created again); else its
+    properties are looked up."""
     name = _q(db, view)
     digest = _digest(query + firings.json())
-    key = (app, name) if app is not None else None
-    written = _WRITTEN.pop(key, None) if key is not None else None
+    written = _forget(app, name)
     if remembered and written is not None and written.get(f"{META}query") == digest:
         current = written if spark.catalog.tableExists(name) else None
     else:
@@ -261,5 +270,4 @@ def _replace_view(spark: Any, db: str, view: str, query: str, firings: Any, app:
     if current is None or current.get(f"{META}query") != digest:
         spark.sql(f"CREATE OR REPLACE VIEW {name} TBLPROPERTIES ({_lit(META + 'query')} = "
                   f"{_lit(digest)}) AS {query}")
-    if key is not None:
-        _WRITTEN[key] = {f"{META}query": digest}
+    _remember(app, name, {f"{META}query": digest})
