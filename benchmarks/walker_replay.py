@@ -5,19 +5,24 @@ process (CPU of one core, no Spark in the timing).
 the clickstream and saves the walker's input rows (Parquet, one file per partition, in
 order) and the walker function (cloudpickle). ``time`` replays every partition through the
 function ``--repeat`` times and prints each wall and CPU time; ``profile`` runs it once under
-cProfile. Replays read the code on ``PYTHONPATH``, so two checkouts can be compared over the
-same captured input; only the partition function itself (``walker.make_walker``'s ``walk``,
-with the garbage collector setting around the walk) was saved by value: capture again to
-measure a change to it.
+cProfile; ``sample`` runs it once (after one unrecorded replay) under a CPU-time interval
+timer (``--interval`` ms) and prints each function's share of the samples, counting each
+sample for the innermost ``windowlib`` (or pipeline) function on the stack, whatever it called
+outside (pyarrow, builtins): cProfile adds a fixed cost to every Python call, so it inflates the
+per-firing functions' share, which sampling does not. Replays read the code on
+``PYTHONPATH``, so two checkouts can be compared over the same captured input; only the
+partition function itself (``walker.make_walker``'s ``walk``, with the garbage collector
+setting around the walk) was saved by value: capture again to measure a change to it.
 
     PYTHONPATH=<checkout>:<checkout>/benchmarks .venv/bin/python benchmarks/walker_replay.py \\
-        capture|time|profile [--case python|python_batch] [--data DIR] [--out DIR]
-        [--events N --keys K (capture)] [--repeat R (time)]
+        capture|time|profile|sample [--case python|python_batch] [--data DIR] [--out DIR]
+        [--events N --keys K (capture)] [--repeat R (time)] [--interval MS --top N (sample)]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import glob
 import os
 import pickle
@@ -84,9 +89,41 @@ def replay(out: str) -> int:
     return n
 
 
+def sampled(fn, interval: float) -> tuple[collections.Counter, float]:
+    """Run ``fn`` under a CPU-time interval timer (``ITIMER_PROF``, every ``interval``
+    seconds); return the samples per ``file:function`` (the innermost frame of a
+    ``windowlib`` module or of the pipeline's own module; ``(outside windowlib)`` when none
+    is on the stack) and the CPU seconds ``fn`` took. A signal is handled between bytecodes,
+    so time in a C function (pyarrow, a builtin) counts for the Python function that called
+    it."""
+    import signal
+
+    counts: collections.Counter = collections.Counter()
+
+    def ours(filename: str) -> bool:     # (``<windowlib ...>``: code windowlib compiled)
+        return (f"{os.sep}windowlib{os.sep}" in filename or filename.startswith("<windowlib")
+                or filename.endswith("spark_general_path.py"))
+
+    def handler(_signum, frame) -> None:
+        while frame is not None and not ours(frame.f_code.co_filename):
+            frame = frame.f_back
+        counts[f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_code.co_name}"
+               if frame is not None else "(outside windowlib)"] += 1
+
+    previous = signal.signal(signal.SIGPROF, handler)
+    c0 = time.process_time()
+    signal.setitimer(signal.ITIMER_PROF, interval, interval)
+    try:
+        fn()
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, previous)
+    return counts, time.process_time() - c0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("capture", "time", "profile"))
+    parser.add_argument("step", choices=("capture", "time", "profile", "sample"))
     parser.add_argument("--case", default="python", choices=("python", "python_batch"))
     parser.add_argument("--data", default="/tmp/wl-bench-1m", help="clickstream directory")
     parser.add_argument("--out", default=None, help="capture directory "
@@ -94,6 +131,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--events", type=int, default=1_000_000, help="capture: input events")
     parser.add_argument("--keys", type=int, default=100_000, help="capture: distinct keys")
+    parser.add_argument("--interval", type=float, default=1.0,
+                        help="sample: CPU milliseconds between samples")
+    parser.add_argument("--top", type=int, default=25, help="sample: functions printed")
     args = parser.parse_args()
     out = args.out or f"/tmp/wl-walker-{args.case}"
     if args.step == "capture":
@@ -105,6 +145,15 @@ def main() -> None:
         profile = cProfile.Profile()
         profile.runcall(replay, out)
         pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+    elif args.step == "sample":
+        replay(out)     # unrecorded: imports, first calls
+        counts, cpu = sampled(lambda: replay(out), args.interval / 1000)
+        total = sum(counts.values())
+        print(f"{total} samples over {cpu:.2f} s CPU (one per {1000 * cpu / max(total, 1):.1f} "
+              f"ms; asked {args.interval:g} ms: the kernel's timer tick can bound it); each "
+              f"counted for the innermost windowlib or pipeline function on the stack")
+        for where, n in counts.most_common(args.top):
+            print(f"{100 * n / max(total, 1):6.1f} %  {where}")
     else:
         for _ in range(args.repeat):     # CPU time too: on a busy machine wall time is noise
             t0, c0 = time.perf_counter(), time.process_time()

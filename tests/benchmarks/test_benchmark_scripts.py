@@ -63,6 +63,17 @@ def test_the_walker_replay_captures_and_replays(tmp_path: Path) -> None:
                str(capture))
     assert re.search(r"^\d+ output rows in [\d.]+ s \([\d.]+ s CPU\)$", out, re.MULTILINE), out
     assert int(out.split()[0]) > 0
+    out = _run("walker_replay.py", "sample", "--case", "python", "--interval", "0.2", "--out",
+               str(capture))
+    samples = int(re.search(r"^(\d+) samples over [\d.]+ s CPU", out, re.MULTILINE).group(1))
+    shares = {m.group(2): float(m.group(1))
+              for m in re.finditer(r"^ +([\d.]+) %  (.+)$", out, re.MULTILINE)}
+    assert samples > 0 and 99.0 <= sum(shares.values()) <= 101.0, out     # fewer than --top
+    # each sample is counted for windowlib's own code (or the pipeline's), found on the stack
+    ours = {p.name for p in (REPO / "windowlib").rglob("*.py")} | {"spark_general_path.py"}
+    files = {name.rsplit(":", 1)[0] for name in shares}
+    assert files & ours and files <= ours | {"(outside windowlib)"} | {
+        f for f in files if f.startswith("<windowlib ")}, out
 
 
 def test_the_planning_costs_benchmark_counts_operations_rules_and_py4j_calls(
