@@ -98,11 +98,17 @@ def sampled(fn, interval: float) -> tuple[collections.Counter, float]:
     it."""
     import signal
 
+    import spark_general_path
+
+    import windowlib
+
+    package = os.path.dirname(os.path.abspath(windowlib.__file__)) + os.sep
+    pipelines = os.path.abspath(spark_general_path.__file__)
     counts: collections.Counter = collections.Counter()
 
     def ours(filename: str) -> bool:     # (``<windowlib ...>``: code windowlib compiled)
-        return (f"{os.sep}windowlib{os.sep}" in filename or filename.startswith("<windowlib")
-                or filename.endswith("spark_general_path.py"))
+        return (filename.startswith(package) or filename.startswith("<windowlib")
+                or filename == pipelines)
 
     def handler(_signum, frame) -> None:
         while frame is not None and not ours(frame.f_code.co_filename):
