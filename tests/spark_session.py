@@ -17,7 +17,9 @@ reserves a 48 MB code cache where a tiered one reserves 240 MB; the suite's long
 which keeps windowlib's 400 generated classes (``session.LOCAL_CONF``), once ran out of it
 ("Out of space in CodeCache for adapters", with 1000 kept), so test JVMs reserve the
 production size (``-XX:ReservedCodeCacheSize=240m``). Production code sets no JVM option;
-``SPARK_SUBMIT_OPTS`` is a test-environment choice only.
+``SPARK_SUBMIT_OPTS`` is a test-environment choice only. The same variable points every test
+JVM at a class-data-sharing archive of Spark's classes (``jvm_archive.py``: a JVM start takes
+about half the CPU with it), built in the background at the start of a run when missing.
 Test modules whose functions run inside Spark tasks register themselves with
 ``cloudpickle.register_pickle_by_value`` (workers cannot import modules from ``tests/``):
 ``ship_by_value``. ``spark_examples`` sizes the Hypothesis properties that run Spark.
@@ -39,6 +41,37 @@ TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 if TEST_JVM_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
         filter(None, (os.environ.get("SPARK_SUBMIT_OPTS"), TEST_JVM_OPTS)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Test JVMs share one class-data archive (``jvm_archive.py``). The first process of a
+    run (the xdist controller, or the only one) points ``SPARK_SUBMIT_OPTS`` at it and, if it
+    is missing, builds it in the background (about 40 s of CPU, once per checkout): JVMs that
+    start before it is there run without it. Runs that start no JVM (collection only,
+    ``-m unit``) do not build it; xdist workers inherit the option.
+    ``WINDOWLIB_TEST_JVM_ARCHIVE=off`` runs without it."""
+    import jvm_archive
+
+    opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if ("-XX:SharedArchiveFile=" in opts or "-XX:ArchiveClassesAtExit=" in opts
+            or os.environ.get("WINDOWLIB_TEST_JVM_ARCHIVE") == "off"):
+        return
+    archive = jvm_archive.archive_path()
+    if archive is None:
+        return
+    if not (os.environ.get("PYTEST_XDIST_WORKER") or config.option.collectonly
+            or (config.option.markexpr or "").strip() == "unit" or archive.exists()):
+        _building.append(jvm_archive.build_in_background(archive, TEST_JVM_OPTS))
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{opts} {jvm_archive.options(archive)}"
+
+
+_building: list = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave no archive-building JVM behind."""
+    for thread in _building:
+        thread.join(timeout=600)
 
 
 def ship_by_value(*modules) -> None:
