@@ -79,7 +79,15 @@ def options(archive: Path) -> str:
 
 def build(archive: Path, jvm_options: str) -> bool:
     """Build ``archive`` unless it exists (another process may be building it: the lock
-    waits for it). Whether the archive exists afterwards; a failed build only costs speed."""
+    waits for it). Whether the archive exists afterwards; a failed build (no space, a
+    read-only checkout) only costs speed."""
+    try:
+        return _build(archive, jvm_options)
+    except OSError:
+        return False
+
+
+def _build(archive: Path, jvm_options: str) -> bool:
     archive.parent.mkdir(parents=True, exist_ok=True)
     with open(archive.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
