@@ -192,6 +192,8 @@ _TABLE: tuple[tuple[str, type[WindowlibError], int, str], ...] = (
      "(spark.executor.pyspark.memory)"),
     ("WORKER_CRASHED", _X, FAILED, "a Spark Python worker exited unexpectedly (killed by the "
      "system, e.g. out of memory, or a native crash)"),
+    ("WALKER_SORT_FAILED", _X, FAILED, "a Spark Python worker could not spill the rows it "
+     "sorts to Spark's local directory (full or not writable)"),
     ("MERGE_INVALID", _X, FAILED, "a window merge cannot be done (a state that cannot merge, a "
      "merged window already late)"),
     ("OUTPUT_UNKNOWN", _X, FAILED, "internal: a row routed to an undeclared output"),

@@ -12,8 +12,10 @@ function::
              window) rows, windows assigned and lateness applied in SQL, in one frame with
              every rejected or late row once, its reason set (``native_windows.
              kept_and_passed``)
-          ─► repartition(key), sorted per key as the reference engine steps: bundle, arrival
-             order, window
+          ─► repartition(key), then per key in the order the reference engine steps:
+             bundle, arrival order, window — sorted by Arrow in the Python worker
+             (``walker_sort.py``; Spark's sort where a key or ``order_by`` column has a type
+             Arrow does not sort as Spark does, or ``spark.windowlib.walker.sort=spark``)
           ─► mapInArrow(pane walker)       counters per window decide the firings (the native
              count rules); the function runs once per firing over the pane (``pane_walker.py``);
              rows with a reason are written as they are, in Arrow (``pass_through``)
@@ -37,9 +39,10 @@ watermark it met are aggregated in Spark SQL (one ON_TIME firing each, as tagged
 the others are walked; the marked rows are persisted then (the walker's output is kept as
 below), and the SQL firings read the marked rows lazily.
 
-Cost: the native path's row-level SQL (one scan of the input) and one shuffle and sort of
-the (element, window) rows (and the rejected and late rows) by key — the general path's plan —
-then a few integer operations per element and Python per firing (the general path runs the
+Cost: the native path's row-level SQL (one scan of the input) and one shuffle of the
+(element, window) rows (and the rejected and late rows) by key, sorted per partition in the
+worker — the general path's plan, whose sort is Spark's — then a few integer operations per
+element and Python per firing (the general path runs the
 core's trigger and timer machinery per element). Like the general path's, a one-shot run's
 tagged output is kept (``walker_files.py``: files its Python tasks write, or persisted), so
 reading several outputs does not recompute the run.
@@ -52,6 +55,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from windowlib.core.assigners import GlobalWindows
+from windowlib.core.errors import DefinitionError
 from windowlib.core.outputs import OutputColumns
 from windowlib.core.pipeline import Pipeline
 from windowlib.core.triggers import (
@@ -89,12 +93,19 @@ from windowlib.engines.spark.outputs import DeferredPart, OutputPart, SparkOutpu
 from windowlib.engines.spark.pane_walker import PaneWalkConfig, PaneWalker
 from windowlib.engines.spark.planner import pane_trigger, session_sql_reasons
 from windowlib.engines.spark.result_types import with_result_schema
-from windowlib.engines.spark.session import large_var_types, shuffle_partitions
+from windowlib.engines.spark.session import conf_value, large_var_types, shuffle_partitions
 from windowlib.engines.spark.session_sql import split_sessions
 from windowlib.engines.spark.session_walker import SessionWalkConfig, SessionWalker
 from windowlib.engines.spark.walk_values import WalkConfig
 from windowlib.engines.spark.walker import make_walker
 from windowlib.engines.spark.walker_files import WalkerFiles, walker_output
+from windowlib.engines.spark.walker_sort import (
+    SORT_CONF,
+    SORT_MEMORY_CONF,
+    ArrowSort,
+    arrow_sortable,
+    sort_budget,
+)
 
 __all__ = ["PaneRun", "run_panes"]
 
@@ -194,10 +205,16 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     # element's windows by start (sessions: the walker assigns them); the ordering columns
     # stay in Spark
     window_col = [] if sessions else [F.col(WS)]
-    rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB), *window_col)
+    arrange = _arrow_sort(df.sparkSession, logic, types, order_by, len(parts.order),
+                          bool(window_col))
+    if arrange is None:
+        rows = rows.sortWithinPartitions(*keys, F.col(B), *parts.order, F.col(SUB),
+                                         *window_col)
+    order = [] if arrange is None else \
+        [o.alias(name) for o, name in zip(parts.order, arrange.drop, strict=True)]
     rows = rows.select(*keys, *[user_col(c) for c in user_columns
                                 if c not in logic.key_column_set],
-                       *absent, F.col(B), F.col(SUB), F.col(TS), *window_col, *passed)
+                       *absent, F.col(B), F.col(SUB), F.col(TS), *window_col, *passed, *order)
 
     side_types = logic.runner.side_types
     config = WalkConfig(
@@ -211,9 +228,9 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
     if sessions:
         walker = make_walker(SessionWalkConfig(
             walk=config, watermark_before=list(parts.W_before),
-            discarding=not parts.accumulating), SessionWalker)
+            discarding=not parts.accumulating), SessionWalker, arrange)
     else:
-        walker = make_walker(_pane_config(config, parts, logic), PaneWalker)
+        walker = make_walker(_pane_config(config, parts, logic), PaneWalker, arrange)
     tagged, files = walker_output(rows, walker, out_schema, config.large_types, persist)
     if files is None:     # first: counting it runs the walker (errors surface there)
         cached.insert(0, tagged)
@@ -226,6 +243,27 @@ def run_panes(pipeline: Pipeline, df: Any, arrival: str, *,
                    persisted=persist and files is None, walked=rows,
                    in_tagged=("late",) if sessions else ("late", "rejects"),
                    cached=cached if persist else [], files=files)
+
+
+def _arrow_sort(spark: Any, logic: Any, types: Mapping[str, Any],
+                order_by: Sequence[str] | str | None, n_order: int,
+                windows: bool) -> ArrowSort | None:
+    """How the walkers get their rows in order: sorted by Arrow in the worker
+    (``walker_sort.py``) when every sort column is of a type Arrow sorts as Spark does and
+    ``spark.windowlib.walker.sort`` is not ``spark``; ``None``: Spark sorts them. The
+    arrival order's expressions travel as columns named ``__wl_o<i>``."""
+    choice = (conf_value(spark, SORT_CONF) or "arrow").strip().lower()
+    if choice not in ("arrow", "spark"):
+        raise DefinitionError(f"{SORT_CONF}={choice!r}: use arrow or spark",
+                              code="ARGUMENT_INVALID")
+    named = [] if order_by is None else [order_by] if isinstance(order_by, str) else order_by
+    if choice == "spark" or not all(c in types and arrow_sortable(types[c])
+                                    for c in [*logic.key_columns, *named]):
+        return None
+    order = tuple(f"__wl_o{i}" for i in range(n_order))
+    return ArrowSort(columns=(*logic.key_columns, B, *order, SUB, *([WS] if windows else [])),
+                     drop=order,
+                     budget_bytes=sort_budget(conf_value(spark, SORT_MEMORY_CONF)))
 
 
 def _pane_config(config: WalkConfig, parts: Any, logic: Any) -> PaneWalkConfig:

@@ -10,7 +10,7 @@ do; otherwise it is copied through. Output rows are the tagged schema of ``gener
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from windowlib.core.codec import to_json
@@ -44,10 +44,13 @@ from windowlib.engines.spark.worker_collector import full_collections_paused
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # snapshots are plain data already
 
 
-def make_walker(config: Any, cls: type[Walker] | None = None) -> Any:
+def make_walker(config: Any, cls: type[Walker] | None = None,
+                arrange: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> Any:
     """The ``mapInArrow`` function that walks each partition with a new ``cls(config)``
     (default ``Walker``: the general path; the pane path's walkers take their own configs),
     with the garbage collector's full collections paused (``worker_collector``).
+    ``arrange``: puts the partition's batches in walking order first (``walker_sort.
+    ArrowSort``; ``None``: Spark sorted them).
     A ``MemoryError`` in the walk, also one inside a user function (``FUNCTION_FAILED``
     caused by it), is ``WORKER_MEMORY_EXCEEDED`` naming the key (and the function)."""
     walker_cls = Walker if cls is None else cls
@@ -55,6 +58,8 @@ def make_walker(config: Any, cls: type[Walker] | None = None) -> Any:
     def walk(batches: Iterator[Any]) -> Iterator[Any]:
         walker = walker_cls(config)
         failed = None
+        if arrange is not None:
+            batches = arrange(batches)
         try:
             with full_collections_paused():
                 yield from walker.run(batches)
