@@ -3,18 +3,19 @@
 The pane path's walkers need each key's rows together and, within a key, in the reference
 engine's order (bundle, arrival order, window). Spark's ``sortWithinPartitions`` does that in
 the JVM before the rows become Arrow; sorting the same columns with Arrow's sort in the worker
-takes a fraction of its CPU (``docs/performance.md``, the twenty-fourth session). The plan
+takes about half its CPU (``docs/performance.md``, the twenty-fourth session). The plan
 ships the sort columns (the key columns, the bundle, the arrival order's expressions as
 columns, the sub-step and the window start) and :class:`ArrowSort` puts the rows in that order
 before the walker sees them. Only the key runs' contiguity and the order inside a key matter
 to a walker; the order of the keys is Arrow's, which is Spark's for the types
 :func:`arrow_sortable` admits (nulls first, NaN above every number, bytes order for strings).
 
-**Memory**: the worker holds the rows it has not yet handed on, at most ``budget_bytes`` of
-Arrow buffers (``spark.windowlib.walker.sortMemory``, default 128 MiB): past it the rows held
-are sorted and spilled to an Arrow file in Spark's local directory, and at the end the sorted
-runs are merged, reading one batch per run at a time. Spill files are deleted when the
-iteration ends, however it ends; a disk that refuses them is ``WALKER_SORT_FAILED``.
+**Memory**: the worker holds the rows it has not yet handed on, at most about ``budget_bytes``
+of Arrow buffers (``spark.windowlib.walker.sortMemory``, default 64 MiB; twice that for a
+moment while it sorts them): past it the rows held are sorted and spilled to an Arrow file
+in Spark's local directory, and at the end the sorted runs are merged, reading one batch per
+run at a time. Spill files are deleted when the iteration ends, however it ends; a disk that
+refuses them is ``WALKER_SORT_FAILED``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ __all__ = ["SORT_CONF", "SORT_MEMORY_CONF", "ArrowSort", "arrow_sortable", "sort
 
 SORT_CONF = "spark.windowlib.walker.sort"       # arrow (default where it applies) | spark
 SORT_MEMORY_CONF = "spark.windowlib.walker.sortMemory"    # bytes ("64m", "1g" accepted)
-DEFAULT_SORT_MEMORY = 128 << 20
+DEFAULT_SORT_MEMORY = 64 << 20
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30}
 _ROWS_PER_BATCH = 10_000     # Spark's default Arrow batch (the walkers' usual input)
@@ -50,8 +51,8 @@ def sort_budget(text: str | None) -> int:
     digits = raw.rstrip("abgkm")
     unit = raw[len(digits):]
     if not digits.isdigit() or unit not in _UNITS or int(digits) <= 0:
-        raise DefinitionError(f"{SORT_MEMORY_CONF}={text!r} is not a size (e.g. 134217728, "
-                              "128m, 1g)", code="ARGUMENT_INVALID")
+        raise DefinitionError(f"{SORT_MEMORY_CONF}={text!r} is not a size (e.g. 67108864, "
+                              "64m, 1g)", code="ARGUMENT_INVALID")
     return int(digits) * _UNITS[unit]
 
 
@@ -233,7 +234,9 @@ class _Spill:
     def _read(path: str) -> Iterator[Any]:
         import pyarrow as pa
 
-        with pa.memory_map(path) as source:
+        # read batch by batch, not mapped: a map's pages count as the worker's memory, and
+        # against spark.executor.pyspark.memory's address space
+        with pa.OSFile(path, "rb") as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
                 yield reader.get_batch(i)
